@@ -1,0 +1,5 @@
+import sys
+
+from attnphase.cli import main
+
+sys.exit(main())

@@ -1,0 +1,138 @@
+"""Helpers shared by the CLI subcommands: spec parsing, setting options, output formatting."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from attnphase.setting import Setting
+
+
+class CLIError(ValueError):
+    """A user error: printed as one line, exit code 2."""
+
+
+def parse_spec(spec: str, name: str = "value") -> list[float]:
+    """A number, a comma list, or start:stop:num (inclusive linspace)."""
+    text = str(spec).strip()
+    if not text:
+        raise ValueError(f"{name}: empty specification")
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
+            if num < 1:
+                raise ValueError
+            values = np.linspace(start, stop, num).tolist()
+        else:
+            values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: expected a number, a comma list or start:stop:num, got {spec!r}") from None
+    if not values:
+        raise ValueError(f"{name}: empty specification")
+    for v in values:
+        if not math.isfinite(v):
+            raise ValueError(f"{name}: values must be finite, got {spec!r}")
+    return values
+
+
+def parse_int_spec(spec: str, name: str = "value") -> list[int]:
+    """Integers: a number, a comma list, or start:stop (inclusive range) e.g. seeds 0:4."""
+    text = str(spec).strip()
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 2:
+                raise ValueError
+            a, b = int(parts[0]), int(parts[1])
+            if b < a:
+                raise ValueError
+            return list(range(a, b + 1))
+        out = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: expected an integer, a comma list or start:stop, got {spec!r}") from None
+    if not out:
+        raise ValueError(f"{name}: empty specification")
+    return out
+
+
+def add_setting_args(p: argparse.ArgumentParser, omega: bool = True) -> None:
+    if omega:
+        p.add_argument("--omega", type=str, default="0.3", help="positional weight omega in [0, 1] (default 0.3)")
+    p.add_argument("--sigma", type=float, default=0.5, help="token standard deviation (default 0.5)")
+    p.add_argument("--lam", type=float, default=0.01, help="ridge lambda (default 0.01)")
+    p.add_argument("--A", type=str, default="0.6,0.4;0.4,0.6", help='positional matrix "a11,a12;a21,a22"')
+
+
+def setting_from_args(args: argparse.Namespace, omega: float | None = None) -> Setting:
+    if omega is None:
+        omega = float(args.omega)
+    return Setting(omega=omega, sigma=args.sigma, lam=args.lam, A=args.A)
+
+
+def add_output_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="print a JSON list of records")
+    g.add_argument("--csv", action="store_true", help="print CSV")
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def emit(records: Sequence[dict[str, Any]], args: argparse.Namespace, columns: Iterable[str] | None = None,
+         stream=None) -> None:
+    """Print records as a table (default), JSON (--json) or CSV (--csv)."""
+    stream = stream or sys.stdout
+    records = [{k: _clean(v) for k, v in r.items()} for r in records]
+    cols = list(columns) if columns is not None else (list(records[0].keys()) if records else [])
+    if getattr(args, "json", False):
+        stream.write(json.dumps(records, indent=2) + "\n")
+        return
+    if getattr(args, "csv", False):
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in records:
+            w.writerow(r)
+        stream.write(buf.getvalue())
+        return
+    stream.write(format_table(records, cols) + "\n")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        if v == 0:
+            return "0"
+        if abs(v) >= 1e4 or abs(v) < 1e-3:
+            return f"{v:.4e}"
+        return f"{v:.6g}"
+    return str(v)
+
+
+def format_table(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    rows = [[_fmt(r.get(c)) for c in columns] for r in records]
+    widths = [max([len(c)] + [len(row[i]) for row in rows]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+    return "\n".join(lines)
