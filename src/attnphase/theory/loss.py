@@ -21,8 +21,9 @@ def target_diagonal(hs1: np.ndarray, hs2: np.ndarray, omega: float, A: np.ndarra
 
 def attention_loss(h1: np.ndarray, h2: np.ndarray, t1: np.ndarray, t2: np.ndarray, sigma2: float) -> np.ndarray:
     """l(h, h*) for targets (T_11, T_22)."""
-    s1 = expit(h1 * (h1 - h2))
-    s2 = expit(h2 * (h2 - h1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        s1 = expit(h1 * (h1 - h2))
+        s2 = expit(h2 * (h2 - h1))
     return sigma2 * ((s1 - t1) ** 2 + (s2 - t2) ** 2)
 
 
@@ -33,8 +34,10 @@ def loss_derivatives(h1, h2, t1, t2, sigma2):
     c(u) = sigma^2 (s(u) - T)^2, so grad l = sum_i c'(u_i) grad u_i and
     Hess l = sum_i c''(u_i) grad u_i grad u_i^T + c'(u_i) Hess u_i.
     """
-    u1 = h1 * (h1 - h2)
-    u2 = h2 * (h2 - h1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Huge fields overflow the scores to +-inf; expit saturates them cleanly.
+        u1 = h1 * (h1 - h2)
+        u2 = h2 * (h2 - h1)
     s1 = expit(u1)
     s2 = expit(u2)
     e1 = s1 - t1

@@ -1,0 +1,73 @@
+"""`attnphase theory` and `attnphase baseline`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
+
+THEORY_COLUMNS = ["alpha", "omega", "branch", "q", "m", "theta", "V", "train_loss", "train_loss_err", "test_error",
+                  "test_error_err", "converged", "iterations", "status"]
+
+
+def _theory(args: argparse.Namespace) -> int:
+    from attnphase.theory import BRANCHES, global_minimum, solve_curve
+    from attnphase.theory.state_evolution import get_precision
+
+    get_precision(args.precision)
+    alphas = parse_spec(args.alpha, "--alpha")
+    omegas = parse_spec(args.omega, "--omega")
+    branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
+    records = []
+    for w in omegas:
+        setting = setting_from_args(args, omega=w)
+        setting.require_study_geometry()
+        curves = {b: solve_curve(setting, alphas, b, args.precision, seed=args.seed) for b in branches}
+        for i in range(len(alphas)):
+            if args.branch == "global":
+                try:
+                    fp = global_minimum({b: curves[b][i] for b in branches})
+                except ValueError as exc:
+                    print(f"warning: alpha={curves[branches[0]][i].alpha:g}: {exc}", file=sys.stderr)
+                    continue
+                d = fp.to_dict()
+                d["branch"] = f"global ({fp.branch})" if not (args.json or args.csv) else fp.branch
+                d["global"] = True
+                records.append(d)
+            else:
+                records.extend(curves[b][i].to_dict() for b in branches)
+    emit(records, args, THEORY_COLUMNS if not (args.json or args.csv) else None)
+    bad = [r for r in records if not r["converged"]]
+    if bad:
+        print(f"warning: {len(bad)} fixed point(s) did not converge (see 'converged' and 'status')", file=sys.stderr)
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    from attnphase.theory import linear_baseline
+
+    records = []
+    for w in parse_spec(args.omega, "--omega"):
+        b = linear_baseline(setting_from_args(args, omega=w))
+        records.append({"omega": b.omega, "test_error_linear": b.test_error_linear,
+                        "test_error_linear_err": b.error, "mean_attention": b.mean_attention.tolist()})
+    emit(records, args, ["omega", "test_error_linear", "test_error_linear_err"] if not args.json else None)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("theory", help="fixed points of the asymptotic equations (MODEL.md section 3)",
+                       description="Solve the self-consistent equations; SPEC = number, comma list or start:stop:num.")
+    add_setting_args(p)
+    p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
+    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "global", "all"])
+    p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
+    add_output_args(p)
+    p.set_defaults(func=_theory)
+
+    b = sub.add_parser("baseline", help="asymptotic test error of the linear positional baseline (MODEL.md section 4)")
+    add_setting_args(b)
+    add_output_args(b)
+    b.set_defaults(func=_baseline)

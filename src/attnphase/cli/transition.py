@@ -1,0 +1,79 @@
+"""`attnphase transition` and `attnphase phase-diagram`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
+
+COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "alpha_l_lo", "alpha_l_hi", "test_error_linear",
+           "alpha_sem_appears", "alpha_pos_vanishes", "note"]
+
+
+def _transition(args: argparse.Namespace) -> int:
+    from attnphase.theory import phase_diagram
+
+    omegas = parse_spec(args.omega, "--omega")
+    base = setting_from_args(args, omega=omegas[0])
+    base.require_study_geometry()
+    results = phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
+                            progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
+                            n_grid=args.n_grid, xtol=args.xtol)
+    records = [r.to_dict() for r in results]
+    emit(records, args, COLUMNS if not (args.json or args.csv) else None)
+    return 0
+
+
+def _phase_diagram(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from attnphase.theory import phase_diagram
+
+    omegas = parse_spec(args.omegas, "--omegas")
+    base = setting_from_args(args, omega=omegas[0])
+    base.require_study_geometry()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
+                            progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
+                            n_grid=args.n_grid, xtol=args.xtol)
+    df = pd.DataFrame([r.to_dict() for r in results])
+    csv_path = out / "phase_diagram.csv"
+    df.to_csv(csv_path, index=False)
+    try:
+        from attnphase.plots import plot_phase_diagram
+
+        store = args.store if getattr(args, "store", None) else None
+        plot_phase_diagram(results, out / "phase_diagram.png", store=store)
+    except ImportError as exc:  # pragma: no cover - plots module missing
+        print(f"warning: no figure written ({exc})", file=sys.stderr)
+    print(f"wrote {csv_path} and {out / 'phase_diagram.png'}")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--alpha-max", type=float, default=2.0)
+    p.add_argument("--alpha-min", type=float, default=0.05)
+    p.add_argument("--n-grid", type=int, default=12, help="alpha grid points before root refinement")
+    p.add_argument("--xtol", type=float, default=0.01, help="bracket half-width of the critical values")
+    p.add_argument("--precision", default="fast", help="fast | default | high")
+    p.add_argument("--workers", type=int, default=2, help="parallel processes over omega")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser("transition", help="alpha_c, alpha_l and spinodals per omega (MODEL.md section 7)")
+    add_setting_args(t)
+    _common(t)
+    add_output_args(t)
+    t.set_defaults(func=_transition)
+
+    d = sub.add_parser("phase-diagram", help="alpha_c(omega), alpha_l(omega): CSV and figure")
+    add_setting_args(d, omega=False)
+    d.add_argument("--omegas", default="0:0.45:10", help="SPEC of omegas (default 0:0.45:10)")
+    d.add_argument("--store", default=None, help="sweep store for a heat map of simulated loss differences")
+    d.add_argument("--out", required=True, help="output directory")
+    _common(d)
+    d.set_defaults(func=_phase_diagram)

@@ -1,0 +1,251 @@
+"""Critical sample complexities (MODEL.md section 7) by continuation in alpha and bracketing root finding.
+
+- alpha_c: train_loss(semantic) = train_loss(positional).
+- alpha_l: smallest alpha above which test_error(global minimum) stays below test_error_linear.
+- alpha_sem_appears / alpha_pos_vanishes: spinodals of the semantic and positional branches.
+A value that is not bracketed inside the searched range is None with a reason; every value comes with
+its bracket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+
+from attnphase.setting import Setting, check_alpha
+from attnphase.theory.baseline import linear_baseline
+from attnphase.theory.results import FixedPoint
+from attnphase.theory.state_evolution import solve
+
+
+@dataclass
+class TransitionResult:
+    omega: float
+    alpha_c: float | None
+    alpha_c_bracket: tuple[float, float] | None
+    alpha_l: float | None
+    alpha_l_bracket: tuple[float, float] | None
+    test_error_linear: float
+    alpha_sem_appears: float | None
+    alpha_sem_appears_bracket: tuple[float, float] | None
+    alpha_pos_vanishes: float | None
+    alpha_pos_vanishes_bracket: tuple[float, float] | None
+    alpha_range: tuple[float, float]
+    reasons: dict[str, str] = field(default_factory=dict)
+    curves: dict[str, list[FixedPoint]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        def lo(b):
+            return None if b is None else b[0]
+
+        def hi(b):
+            return None if b is None else b[1]
+
+        return {
+            "omega": self.omega,
+            "alpha_c": self.alpha_c, "alpha_c_lo": lo(self.alpha_c_bracket), "alpha_c_hi": hi(self.alpha_c_bracket),
+            "alpha_l": self.alpha_l, "alpha_l_lo": lo(self.alpha_l_bracket), "alpha_l_hi": hi(self.alpha_l_bracket),
+            "test_error_linear": self.test_error_linear,
+            "alpha_sem_appears": self.alpha_sem_appears,
+            "alpha_sem_appears_lo": lo(self.alpha_sem_appears_bracket),
+            "alpha_sem_appears_hi": hi(self.alpha_sem_appears_bracket),
+            "alpha_pos_vanishes": self.alpha_pos_vanishes,
+            "alpha_pos_vanishes_lo": lo(self.alpha_pos_vanishes_bracket),
+            "alpha_pos_vanishes_hi": hi(self.alpha_pos_vanishes_bracket),
+            "note": "; ".join(f"{k}: {v}" for k, v in self.reasons.items()),
+        }
+
+
+def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, tuple[float, float]]:
+    """Root of f in [lo, hi] where f changes sign (scipy's brentq); returns the root and a bracket of
+    half-width xtol around it (brentq's guarantee)."""
+    flo, fhi = f(lo), f(hi)
+    if not (np.isfinite(flo) and np.isfinite(fhi)) or flo * fhi > 0:
+        raise ValueError(f"no sign change of f on [{lo:g}, {hi:g}]: f = {flo:.3g}, {fhi:.3g}")
+    if flo == 0:
+        return lo, (lo, lo)
+    if fhi == 0:
+        return hi, (hi, hi)
+    root = brentq(f, lo, hi, xtol=xtol)
+    return float(root), (max(lo, root - xtol), min(hi, root + xtol))
+
+
+def _bisect_existence(exists: Callable[[float], bool], a_no: float, a_yes: float, xtol: float) -> tuple[float, float]:
+    """Shrink [a_no, a_yes] (existence changes between them) to width xtol."""
+    while abs(a_yes - a_no) > xtol:
+        mid = 0.5 * (a_no + a_yes)
+        if exists(mid):
+            a_yes = mid
+        else:
+            a_no = mid
+    return a_no, a_yes
+
+
+def _nearest_valid(curve: list[FixedPoint], alpha: float) -> FixedPoint | None:
+    valid = [p for p in curve if p.valid]
+    return min(valid, key=lambda p: abs(p.alpha - alpha)) if valid else None
+
+
+def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0, n_grid: int = 16,
+               precision: str = "fast", xtol: float = 0.01, seed: int = 0) -> TransitionResult:
+    """alpha_c, alpha_l and the spinodals for one setting, searched in [alpha_min, alpha_max]."""
+    alpha_min, alpha_max = check_alpha(alpha_min), check_alpha(alpha_max)
+    if alpha_max <= alpha_min:
+        raise ValueError(f"alpha_max must exceed alpha_min, got {alpha_min:g}, {alpha_max:g}")
+    if n_grid < 3:
+        raise ValueError(f"n_grid must be >= 3, got {n_grid}")
+    grid = np.linspace(alpha_min, alpha_max, n_grid)
+    te_lin = linear_baseline(setting).test_error_linear
+    reasons: dict[str, str] = {}
+    cache: dict[tuple[str, float], FixedPoint] = {}
+
+    def fp(branch: str, a: float, init: FixedPoint | None) -> FixedPoint:
+        key = (branch, round(a, 12))
+        if key not in cache:
+            p = solve(setting, a, branch, precision, init=init, seed=seed)
+            if not p.valid and init is not None:
+                retry = solve(setting, a, branch, precision, init=None, seed=seed)
+                if retry.valid:
+                    p = retry
+            cache[key] = p
+        return cache[key]
+
+    # Positional: continuation upward from small alpha; semantic: downward from large alpha, where it
+    # exists, so that each branch is followed to its own spinodal.
+    pos: list[FixedPoint] = []
+    prev = None
+    for a in grid:
+        p = fp("positional", a, prev if prev is not None and prev.valid else None)
+        pos.append(p)
+        prev = p
+    sem: list[FixedPoint] = []
+    prev = None
+    for a in grid[::-1]:
+        p = fp("semantic", a, prev if prev is not None and prev.valid else None)
+        sem.append(p)
+        prev = p
+    sem = sem[::-1]
+
+    def exists(branch: str, curve: list[FixedPoint]) -> Callable[[float], bool]:
+        return lambda a: fp(branch, a, _nearest_valid(curve, a)).valid
+
+    # Spinodals.
+    sem_ok = np.array([p.valid for p in sem])
+    pos_ok = np.array([p.valid for p in pos])
+    a_sem = b_sem = None
+    if sem_ok.all():
+        reasons["alpha_sem_appears"] = f"semantic fixed point exists on the whole range [{alpha_min:g}, {alpha_max:g}]"
+    elif not sem_ok.any():
+        reasons["alpha_sem_appears"] = f"no semantic fixed point in [{alpha_min:g}, {alpha_max:g}]"
+    else:
+        i = int(np.argmax(sem_ok))  # first valid
+        if i == 0:
+            reasons["alpha_sem_appears"] = "semantic branch exists at alpha_min"
+        else:
+            b_sem = _bisect_existence(exists("semantic", sem), grid[i - 1], grid[i], xtol)
+            b_sem = (float(b_sem[0]), float(b_sem[1]))
+            a_sem = 0.5 * (b_sem[0] + b_sem[1])
+    a_pos = b_pos = None
+    if pos_ok.all():
+        reasons["alpha_pos_vanishes"] = f"positional fixed point exists on the whole range [{alpha_min:g}, {alpha_max:g}]"
+    elif not pos_ok.any():
+        reasons["alpha_pos_vanishes"] = f"no positional fixed point in [{alpha_min:g}, {alpha_max:g}]"
+    else:
+        j = len(pos_ok) - 1 - int(np.argmax(pos_ok[::-1]))  # last valid
+        if j == len(pos_ok) - 1:
+            reasons["alpha_pos_vanishes"] = "positional branch exists at alpha_max"
+        else:
+            b = _bisect_existence(exists("positional", pos), grid[j + 1], grid[j], xtol)
+            b_pos = (float(min(b)), float(max(b)))
+            a_pos = 0.5 * (b_pos[0] + b_pos[1])
+
+    # alpha_c: sign change of train_loss(semantic) - train_loss(positional) where both exist.
+    def delta(a: float) -> float:
+        ps = fp("semantic", a, _nearest_valid(sem, a))
+        pp = fp("positional", a, _nearest_valid(pos, a))
+        if not (ps.valid and pp.valid):
+            return float("nan")
+        return ps.train_loss - pp.train_loss
+
+    both = [k for k in range(n_grid) if sem[k].valid and pos[k].valid]
+    d_grid = {k: sem[k].train_loss - pos[k].train_loss for k in both}
+    alpha_c = c_br = None
+    for k0, k1 in zip(both, both[1:], strict=False):
+        if k1 == k0 + 1 and d_grid[k0] > 0 >= d_grid[k1]:
+            alpha_c, c_br = find_crossing(delta, grid[k0], grid[k1], xtol)
+            break
+    if alpha_c is None:
+        if both and all(d_grid[k] <= 0 for k in both) and not sem_ok.all():
+            # Where both exist semantic is already lower: the crossing, if any, is hidden by the
+            # spinodal; the global minimum switches where the semantic branch appears.
+            reasons["alpha_c"] = ("semantic loss below positional wherever both exist; the global minimum "
+                                  "switches at the semantic spinodal alpha_sem_appears")
+        elif both and all(d_grid[k] > 0 for k in both):
+            reasons["alpha_c"] = f"positional lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]"
+        elif not both:
+            reasons["alpha_c"] = "positional and semantic never coexist on the grid"
+        else:
+            reasons["alpha_c"] = "no bracketed sign change of the training-loss difference"
+
+    # alpha_l: test error of the global minimum against the linear baseline.
+    def global_te(a: float) -> float:
+        ps = fp("semantic", a, _nearest_valid(sem, a))
+        pp = fp("positional", a, _nearest_valid(pos, a))
+        cands = [p for p in (ps, pp) if p.valid]
+        if not cands:
+            return float("nan")
+        return min(cands, key=lambda p: p.train_loss).test_error - te_lin
+
+    g = np.array([global_te(a) for a in grid])
+    alpha_l = l_br = None
+    if np.all(np.isnan(g)):
+        reasons["alpha_l"] = "no valid fixed point on the grid"
+    elif g[-1] >= 0 or np.isnan(g[-1]):
+        reasons["alpha_l"] = f"global minimum does not beat the linear baseline at alpha_max = {alpha_max:g}"
+    else:
+        # Last grid point at which attention is not better; alpha_l lies after it.
+        bad = np.nonzero(~(g < 0))[0]
+        if bad.size == 0:
+            reasons["alpha_l"] = f"attention beats the linear baseline on the whole range from {alpha_min:g}"
+        else:
+            k = int(bad[-1])
+            lo_a, hi_a = grid[k], grid[k + 1]
+            # The global minimum jumps at alpha_c: if the jump itself crosses the baseline, alpha_l = alpha_c.
+            if alpha_c is not None and lo_a <= alpha_c <= hi_a and global_te(c_br[1]) < 0 <= global_te(c_br[0]):
+                alpha_l, l_br = alpha_c, c_br
+            else:
+                try:
+                    alpha_l, l_br = find_crossing(global_te, lo_a, hi_a, xtol)
+                except ValueError as exc:
+                    reasons["alpha_l"] = f"could not bracket: {exc}"
+    return TransitionResult(
+        omega=setting.omega, alpha_c=alpha_c, alpha_c_bracket=c_br, alpha_l=alpha_l, alpha_l_bracket=l_br,
+        test_error_linear=te_lin, alpha_sem_appears=a_sem, alpha_sem_appears_bracket=b_sem,
+        alpha_pos_vanishes=a_pos, alpha_pos_vanishes_bracket=b_pos, alpha_range=(alpha_min, alpha_max),
+        reasons=reasons, curves={"positional": pos, "semantic": sem},
+    )
+
+
+def _transition_task(args: tuple) -> TransitionResult:
+    setting, kwargs = args
+    return transition(setting, **kwargs)
+
+
+def phase_diagram(setting: Setting, omegas: Sequence[float], alpha_max: float = 2.0, precision: str = "fast",
+                  progress: bool = True, workers: int = 1, **kwargs: Any) -> list[TransitionResult]:
+    """transition() for each omega (in parallel processes with workers > 1)."""
+    from tqdm.auto import tqdm
+
+    settings = [setting.replace(omega=float(w)) for w in omegas]
+    kw = dict(alpha_max=alpha_max, precision=precision, **kwargs)
+    tasks = [(s, kw) for s in settings]
+    if workers <= 1:
+        return [_transition_task(t) for t in tqdm(tasks, desc="phase diagram", unit="omega", disable=not progress)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(tqdm(pool.map(_transition_task, tasks), total=len(tasks), desc="phase diagram", unit="omega",
+                         disable=not progress))
