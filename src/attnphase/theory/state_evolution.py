@@ -33,7 +33,7 @@ class Precision:
 
 PRECISIONS = {
     "fast": Precision("fast", 13, 4, 1e-4),
-    "default": Precision("default", 15, 6, 1e-5),
+    "default": Precision("default", 15, 8, 1e-5),
     "high": Precision("high", 18, 8, 1e-6),
 }
 
@@ -171,6 +171,48 @@ def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol:
                   out.prox_failures if out else 0, "maximum number of iterations reached")
 
 
+def fixed_point_jacobian(z, alpha: float, x: np.ndarray, setting: Setting, branch: str,
+                         rel_step: float = 1e-3) -> tuple[np.ndarray, int]:
+    """Forward-difference Jacobian of the map G on the free coordinates, with common random points."""
+    free = _free_coordinates(branch)
+    g0 = _step(z, alpha, x, setting, branch)[0]
+    J = np.empty((len(free), len(free)))
+    for j, c in enumerate(free):
+        xp = x.copy()
+        h = rel_step * max(abs(x[c]), 1e-3)
+        xp[c] += h
+        J[:, j] = (_step(z, alpha, xp, setting, branch)[0][free] - g0[free]) / h
+    return J, len(free) + 1
+
+
+def chord_iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol: float,
+                  newton_matrix: np.ndarray, max_iter: int = 8) -> _Solve | None:
+    """Newton on G(x) - x with a frozen Jacobian (from a nearby problem: another scrambling of the same
+    fixed point).  Converges in 2-3 steps from a close start; returns None if the residual stops falling,
+    and the caller falls back to Anderson."""
+    free = _free_coordinates(branch)
+    x = np.array(x0, dtype=float)
+    prev = np.inf
+    for it in range(1, max_iter + 1):
+        try:
+            gx, hats, out = _step(z, alpha, x, setting, branch)
+        except ValueError:
+            return None
+        r = gx - x
+        scale = np.maximum(np.abs(x), 1e-3)
+        res = float(np.max(np.abs(r[free]) / scale[free]))
+        if res < tol:
+            return _Solve(gx, hats, out.moreau, it, res, True, out.prox_failures)
+        if res > 0.5 * prev:
+            return None
+        prev = res
+        x = x.copy()
+        x[free] = x[free] + newton_matrix @ r[free]
+        if x[0] <= 0 or x[2] <= 0:
+            return None
+    return None
+
+
 def _collapse_status(branch: str, x: np.ndarray, x_err: np.ndarray, rho: float) -> str:
     q, m, V, theta = x
     if branch == "positional" and abs(m) < max(1e-2 * np.sqrt(q), 3 * x_err[1]):
@@ -200,17 +242,31 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         x[1] = STARTS["positional"].m
     if branch == "semantic" and x[3] == 0:
         x[3] = STARTS["semantic"].theta
-    xs, hs, energies, errs, iters = [], [], [], [], 0
+    xs, hs, energies, iters = [], [], [], 0
     converged = True
     residual = 0.0
     message = ""
     failures = 0
     collapsed = False
     sigma2 = setting.sigma**2
+    newton_matrix = None
     for rep in range(prec.replicas):
         z = gaussian_sobol(prec.log2_points, 4, 1000 * seed + rep)
-        sol = iterate(z, alpha, x, setting, branch, prec.tol, prec.max_iter)
+        sol = None
+        if newton_matrix is not None:
+            sol = chord_iterate(z, alpha, x, setting, branch, prec.tol, newton_matrix)
+        if sol is None:
+            sol = iterate(z, alpha, x, setting, branch, prec.tol, prec.max_iter)
         iters += sol.iterations
+        if rep == 0 and prec.replicas > 1 and sol.converged and sol.message != "collapsed":
+            # The other scramblings' fixed points lie within the integration error of this one:
+            # a frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
+            J, n_eval = fixed_point_jacobian(z, alpha, sol.x, setting, branch)
+            iters += n_eval
+            try:
+                newton_matrix = np.linalg.inv(np.eye(len(J)) - J)
+            except np.linalg.LinAlgError:
+                newton_matrix = None
         residual = max(residual, sol.residual)
         failures += sol.prox_failures
         if not sol.converged:
@@ -218,6 +274,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
             message = message or sol.message
         if sol.message == "collapsed":
             collapsed = True
+            if rep == 0:
+                # No distinct fixed point of this branch here: more scramblings would only repeat that.
+                converged = True
         if sol.hats is None or not np.all(np.isfinite(sol.x)):
             converged = False
             break
@@ -227,6 +286,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         hs.append([sol.hats.qhat, sol.hats.mhat, sol.hats.Vhat, sol.hats.thetahat])
         phi = prior_energy(o, sol.hats, sigma2, setting.lam, setting.rho) - alpha * sol.moreau
         energies.append(-phi)
+        if collapsed:
+            break
     if not xs:
         nan = float("nan")
         return FixedPoint(alpha, setting.omega, branch, Overlaps(nan, nan, nan, nan), HatOverlaps(nan, nan, nan, nan),
@@ -288,12 +349,16 @@ def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
                 seed: int = 0) -> list[FixedPoint]:
-    """Follow one branch along alpha (sorted ascending) by continuation: each solve starts from the last."""
+    """Follow one branch along alpha by continuation: each solve starts from the last.
+
+    Returned in ascending alpha.  The semantic branch is followed downward from the largest alpha (it
+    exists at large alpha and ends at a spinodal), the others upward."""
     check_branch(branch)
     alphas = sorted(check_alpha(a) for a in alphas)
     out: list[FixedPoint] = []
     prev: FixedPoint | None = None
-    for a in alphas:
+    order = alphas[::-1] if branch == "semantic" else alphas
+    for a in order:
         init = prev if (prev is not None and prev.valid) else None
         fp = solve(setting, a, branch, precision, init=init, seed=seed)
         if not fp.valid and init is not None:
@@ -303,4 +368,4 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
                 fp = retry
         out.append(fp)
         prev = fp
-    return out
+    return out[::-1] if branch == "semantic" else out

@@ -1,0 +1,166 @@
+"""`attnphase plot KIND` (one figure: computes the theory it needs, reads simulations from a store) and
+`attnphase reproduce` (theory + simulations + all figures + report.md in one directory)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnphase.cli.common import add_setting_args, parse_spec, setting_from_args
+
+KINDS = ("test-error", "loss-difference", "overlaps", "phase-diagram", "finite-size")
+PRECISIONS = ("fast", "default", "high")
+_DEFAULT_ALPHAS = "0.1:2.0:12"
+_DEFAULT_OMEGAS = "0.05,0.1,0.2,0.3,0.4,0.45"
+_DEFAULT_FS_ALPHA = "1.5"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "plot",
+        help="draw one figure (PNG + PDF) from theory and, optionally, stored simulations",
+        description="Draw one figure. test-error, loss-difference and overlaps: theory curves of both "
+        "branches on --alphas at --omega (alpha_c and alpha_l estimated from the curves). phase-diagram: "
+        "the transition at each of --omegas up to --alpha-max, optionally over a heat map of a sweep "
+        "store. finite-size: simulated test error vs d at the single alpha in --alphas (needs --store). "
+        "Simulation points come from --store at size --d (default: the largest stored).",
+    )
+    p.add_argument("kind", choices=KINDS, metavar="KIND", help="one of " + ", ".join(KINDS))
+    p.add_argument("--alphas", default=None,
+                   help=f"alpha values: number, comma list or start:stop:num (default {_DEFAULT_ALPHAS}; "
+                   f"finite-size: the one alpha, default {_DEFAULT_FS_ALPHA})")
+    p.add_argument("--omegas", default=_DEFAULT_OMEGAS,
+                   help=f"phase-diagram omegas (default {_DEFAULT_OMEGAS})")
+    p.add_argument("--alpha-max", type=float, default=2.0, help="phase-diagram alpha range (default 2)")
+    p.add_argument("--store", default=None, help="SQLite results store of `attnphase sweep` (optional)")
+    p.add_argument("--d", type=int, default=None, help="simulation size to draw (default: largest in store)")
+    p.add_argument("--precision", choices=PRECISIONS, default="default", help="theory precision")
+    add_setting_args(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--out", required=True, help="output file; FILE.png and FILE.pdf are written")
+    p.set_defaults(func=_plot)
+
+    r = subparsers.add_parser(
+        "reproduce",
+        help="theory, simulations, all figures and a markdown report in one directory (resumable)",
+        description="Compute the omega = 0.3 curves, the transition and the phase diagram, run a set of "
+        "simulations into DIR/results.sqlite, draw figures (a)-(e) and write DIR/report.md. Rerunning "
+        "reuses DIR/theory_cache.json and skips stored simulations. --quick: a few minutes on a laptop.",
+    )
+    r.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    r.add_argument("--quick", action="store_true", help="small grids, fast precision, d = 100")
+    r.add_argument("--workers", type=int, default=1, help="parallel processes (default 1)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.set_defaults(func=_reproduce)
+
+
+def _alphas(args: argparse.Namespace, default: str) -> list[float]:
+    alphas = parse_spec(args.alphas if args.alphas is not None else default, "--alphas")
+    bad = [a for a in alphas if a <= 0]
+    if bad:
+        raise ValueError(f"--alphas: alpha must be > 0, got {bad[0]:g}")
+    return sorted(set(alphas))
+
+
+def _simulations(args: argparse.Namespace, setting: Any) -> Any:
+    if args.store is None:
+        return None
+    from attnphase.report import rows_for_setting
+    from attnphase.store import load_results
+
+    df = rows_for_setting(load_results(args.store), setting)
+    if df is None or len(df) == 0:
+        print(f"attnphase plot: note: no results with this setting (sigma, lambda, A) in {args.store}",
+              file=sys.stderr)
+        return None
+    if args.d is not None and args.d not in set(df["d"].astype(int)):
+        raise ValueError(f"--d {args.d}: not in the store (sizes: {sorted(set(df['d'].astype(int)))})")
+    return df
+
+
+def _curves(setting: Any, alphas: list[float], precision: str, progress: bool) -> dict[str, list[Any]]:
+    from tqdm import tqdm
+
+    from attnphase.theory import solve_curve
+
+    curves = {}
+    for branch in tqdm(("positional", "semantic"), desc="theory", unit="branch", file=sys.stderr,
+                       disable=not progress):
+        curves[branch] = list(solve_curve(setting, alphas, branch, precision=precision))
+    return curves
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from attnphase import plots
+
+    # Validate everything before any theory runs: a typo should fail in a second, not after minutes.
+    setting = setting_from_args(args)
+    progress = not args.no_progress
+    kind = args.kind
+    if args.alpha_max <= 0:
+        raise ValueError(f"--alpha-max must be > 0, got {args.alpha_max:g}")
+    if args.d is not None and args.d < 1:
+        raise ValueError(f"--d must be >= 1, got {args.d}")
+    if kind == "finite-size" and args.store is None:
+        raise ValueError("finite-size needs --store (simulations at several d)")
+    if kind == "phase-diagram":
+        omegas = sorted(set(parse_spec(args.omegas, "--omegas")))
+        for w in omegas:
+            setting.replace(omega=w)  # range check with the setting's own message
+    else:
+        alphas = _alphas(args, _DEFAULT_FS_ALPHA if kind == "finite-size" else _DEFAULT_ALPHAS)
+        if kind == "finite-size" and len(alphas) != 1:
+            raise ValueError(f"finite-size: --alphas must be a single alpha, got {len(alphas)} values")
+    sim = _simulations(args, setting)
+    out = Path(args.out)
+
+    if kind == "phase-diagram":
+        from attnphase.theory import phase_diagram
+
+        transitions = phase_diagram(setting, omegas, alpha_max=args.alpha_max, precision=args.precision,
+                                    progress=progress)
+        paths = plots.plot_phase_diagram(transitions, out, alpha_max=args.alpha_max, simulation=sim, d=args.d)
+    elif kind == "finite-size":
+        if sim is None:
+            raise ValueError(f"finite-size: no simulations with this setting in {args.store}")
+        at = sim[np.isclose(sim["alpha"].astype(float), alphas[0], rtol=0, atol=1e-9)
+                 & np.isclose(sim["omega"].astype(float), setting.omega, rtol=0, atol=1e-9)]
+        if len(at) == 0:
+            raise ValueError(f"finite-size: no simulations at alpha = {alphas[0]:g}, "
+                             f"omega = {setting.omega:g} in {args.store}")
+        from attnphase.theory import linear_baseline, solve
+
+        theory = {b: solve(setting, alphas[0], branch=b, precision=args.precision)
+                  for b in ("positional", "semantic")}
+        paths = plots.plot_finite_size(sim, out, alpha=alphas[0], omega=setting.omega, theory=theory,
+                                       test_error_linear=linear_baseline(setting).test_error_linear)
+    else:
+        from attnphase.theory import linear_baseline
+
+        curves = _curves(setting, alphas, args.precision, progress)
+        lin = float(linear_baseline(setting).test_error_linear)
+        alpha_c, alpha_l = plots.crossings(curves, lin)
+        common = {"simulation": sim, "omega": setting.omega, "d": args.d, "alpha_c": alpha_c}
+        if kind == "test-error":
+            paths = plots.plot_test_error(curves, out, test_error_linear=lin, alpha_l=alpha_l, **common)
+        elif kind == "loss-difference":
+            paths = plots.plot_loss_difference(curves, out, **common)
+        else:
+            paths = plots.plot_overlaps(curves, out, sigma=setting.sigma, **common)
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from attnphase.report import reproduce
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    path = reproduce(args.out, quick=args.quick, workers=args.workers, progress=not args.no_progress)
+    print(path)
+    return 0

@@ -1,0 +1,141 @@
+"""`attnphase simulate` (finite-d experiments) and `attnphase compare` (experiments next to theory)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from attnphase.cli.common import (
+    add_output_args,
+    add_setting_args,
+    emit,
+    parse_int_spec,
+    parse_spec,
+    setting_from_args,
+)
+
+SIM_COLUMNS = ("d", "n", "alpha", "omega", "init", "optimizer", "seed", "q", "m", "theta", "train_loss",
+               "test_error", "test_error_linear", "converged", "seconds")
+COMPARED = ("m", "theta", "q", "train_loss", "test_error")
+# Copies of attnphase.simulation.INITS / OPTIMIZERS (a test keeps them equal): importing the simulation
+# package here would import torch every time any subcommand's parser is built.
+INITS = ("positional", "semantic", "random", "positional_unit")
+OPTIMIZERS = ("gd", "adam", "lbfgs")
+
+
+def _add_training_args(p: argparse.ArgumentParser, optimizer_default: str) -> None:
+    p.add_argument("--d", type=int, required=True, help="dimension d (>= 2)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default=optimizer_default,
+                   help=f"gd (lr 0.15, 5000 steps), adam (lr 0.01, 2500 steps) or lbfgs "
+                        f"(default {optimizer_default})")
+    p.add_argument("--n-test", type=int, default=10000, help="test-set size (default 10000)")
+    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lbfgs: maximum iterations)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default: the optimiser's)")
+    p.add_argument("--gtol", type=float, default=None,
+                   help="convergence tolerance on the rms gradient ||grad R||/sqrt(d r)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="default: cuda if available, else cpu")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("simulate", help="train the attention layer at finite d and measure it",
+                              description="Train the attention layer on n = round(alpha d) samples "
+                                          "(one run per seed) and report overlaps and errors.")
+    _add_training_args(p, "gd")
+    p.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d")
+    add_setting_args(p)
+    p.add_argument("--init", choices=INITS, default="positional", help="initialisation (default positional)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--seed", type=int, default=None, help="one seed (default 0)")
+    g.add_argument("--seeds", type=str, default=None, help="seeds: 3, 0,1,5 or 0:4")
+    add_output_args(p)
+    p.set_defaults(func=run_simulate)
+
+    c = subparsers.add_parser("compare", help="simulations from both inits next to the theory's branches",
+                              description="For each alpha and seed, train from the positional and the "
+                                          "semantic start; print mean +- standard error next to the "
+                                          "fixed point of the matching theory branch.")
+    _add_training_args(c, "gd")
+    c.add_argument("--alpha", type=str, required=True, help="alphas: 1.5, 0.5,1,2 or 0.5:2:4")
+    add_setting_args(c)
+    c.add_argument("--seeds", type=str, default="0:2", help="seeds (default 0:2)")
+    c.add_argument("--precision", type=str, default="default", help="theory precision (default 'default')")
+    add_output_args(c)
+    c.set_defaults(func=run_compare)
+
+
+def _omega(args: argparse.Namespace) -> float:
+    try:
+        return float(args.omega)
+    except ValueError:
+        raise ValueError(f"--omega: expected one number, got {args.omega!r}") from None
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"steps": args.steps, "lr": args.lr, "gtol": args.gtol}
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    from attnphase.simulation import simulate
+
+    setting = setting_from_args(args, omega=_omega(args))
+    seeds = parse_int_spec(args.seeds, "--seeds") if args.seeds is not None else [args.seed or 0]
+    records = []
+    for seed in seeds:
+        res = simulate(setting, args.d, args.alpha, init=args.init, optimizer=args.optimizer, seed=seed,
+                       n_test=args.n_test, dtype=args.dtype, device=args.device, **_options(args))
+        records.append(res.to_dict())
+    emit(records, args, columns=SIM_COLUMNS)
+    return 0
+
+
+def _mean_se(values: list[float]) -> tuple[float, float | None]:
+    k = len(values)
+    mean = sum(values) / k
+    if k < 2:
+        return mean, None
+    var = sum((v - mean) ** 2 for v in values) / (k - 1)
+    return mean, math.sqrt(var / k)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from attnphase.simulation import simulate
+
+    try:
+        from attnphase.theory import linear_baseline, solve
+    except ImportError as exc:
+        raise ValueError(f"the theory engine is not available ({exc})") from None
+    setting = setting_from_args(args, omega=_omega(args))
+    alphas = parse_spec(args.alpha, "--alpha")
+    seeds = parse_int_spec(args.seeds, "--seeds")
+    te_lin_theory = float(linear_baseline(setting).test_error_linear)
+    wide: list[dict[str, Any]] = []
+    long: list[dict[str, Any]] = []
+    for alpha in alphas:
+        for init in ("positional", "semantic"):
+            runs = [simulate(setting, args.d, alpha, init=init, optimizer=args.optimizer, seed=s,
+                             n_test=args.n_test, dtype=args.dtype, device=args.device, **_options(args))
+                    for s in seeds]
+            fp = solve(setting, alpha, branch=init, precision=args.precision)
+            rec: dict[str, Any] = {"alpha": alpha, "omega": setting.omega, "init": init, "d": args.d,
+                                   "n": runs[0].n, "seeds": len(runs), "optimizer": args.optimizer,
+                                   "converged": sum(r.converged for r in runs)}
+            for name in (*COMPARED, "test_error_linear"):
+                mean, se = _mean_se([float(getattr(r, name)) for r in runs])
+                theory = te_lin_theory if name == "test_error_linear" else float(getattr(fp, name))
+                rec[name], rec[f"{name}_se"], rec[f"{name}_theory"] = mean, se, theory
+                long.append({"alpha": alpha, "init": init, "quantity": name, "simulated": mean, "stderr": se,
+                             "theory": theory,
+                             "z": (mean - theory) / se if se else None})
+            rec["theory_status"] = fp.status
+            rec["theory_converged"] = bool(fp.converged)
+            wide.append(rec)
+            long.append({"alpha": alpha, "init": init, "quantity": "(theory status)", "simulated": None,
+                         "stderr": None, "theory": fp.status, "z": None})
+    if args.json or args.csv:
+        emit(wide, args)
+    else:
+        emit(long, args, columns=("alpha", "init", "quantity", "simulated", "stderr", "theory", "z"))
+    return 0
