@@ -42,6 +42,10 @@ def test_prox_equals_brute_force(q, m, theta, V):
     w1, w2, t1, t2 = _problem(q, m, theta)
     sol = solve_prox(w1, w2, t1, t2, V, S2)
     assert sol.converged.all()
+    # The compiled kernel and the vectorised numpy reference find the same minimisers.
+    ref = solve_prox(w1, w2, t1, t2, V, S2, backend="numpy")
+    np.testing.assert_allclose(sol.value, ref.value, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sol.h1, ref.h1, atol=1e-6)
     rng = np.random.default_rng(0)
     # Random points plus the points nearest the basin-switching surface, where the two mirror local
     # minima have almost the same objective (F(h) - F(-h) = -h.w/V is smallest there).

@@ -93,7 +93,8 @@ def optimizer_options(optimizer: str, options: dict[str, Any]) -> dict[str, Any]
             x = float(opts[k])
         except (TypeError, ValueError):
             raise ValueError(f"{k} must be a number, got {opts[k]!r}") from None
-        if not math.isfinite(x) or x <= 0 and k == "lr" or x < 0:
+        bad = x <= 0 if k == "lr" else x < 0
+        if not math.isfinite(x) or bad:
             raise ValueError(f"{k} must be finite and {'> 0' if k == 'lr' else '>= 0'}, got {opts[k]!r}")
         opts[k] = x
     for k, low in (("history", 1), ("warmup", 0)):

@@ -1,7 +1,8 @@
 """The outer iteration: overlaps -> (channel) hat overlaps -> (prior) overlaps, to a fixed point.
 
 Integration error is measured, not assumed: the fixed point is solved independently for R scramblings
-of the Sobol points (each warm-started from the previous one), every reported number is the mean over
+of the Sobol points (the first by damped + Anderson iteration, the others by a frozen-Jacobian Newton
+from the first one's solution), every reported number is the mean over
 the R solutions and its error estimate the standard error of that mean.
 """
 
@@ -65,10 +66,10 @@ def _free_coordinates(branch: str) -> list[int]:
     return {"positional": [0, 1, 2], "semantic": [0, 2, 3], "agnostic": [0, 2]}[branch]
 
 
-def _step(z, alpha, x, setting: Setting, branch: str, warm=None):
+def _step(z, alpha, x, setting: Setting, branch: str):
     q, m, V, theta = x
     out = channel(z, alpha, q, m, V, theta, omega=setting.omega, A=setting.A_array, sigma2=setting.sigma**2,
-                  rho=setting.rho, branch=branch, warm=warm)
+                  rho=setting.rho, branch=branch)
     hats = HatOverlaps(qhat=out.qhat, mhat=out.mhat, Vhat=out.Vhat, thetahat=out.thetahat)
     new = prior(hats, setting.sigma**2, setting.lam, setting.rho)
     return np.array([new.q, new.m, new.V, new.theta]), hats, out
@@ -106,10 +107,9 @@ def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol:
     # Every evaluation runs the full multi-start global search of the proximal problem.  (Warm-starting
     # Newton from the previous iteration's minimisers was measured: it misses basin switches and makes
     # the map inconsistent enough that Anderson stalls, e.g. positional at alpha = 2.)
-    warm = None
     for it in range(1, max_iter + 1):
         try:
-            gx, hats, out = _step(z, alpha, x, setting, branch, warm=warm)
+            gx, hats, out = _step(z, alpha, x, setting, branch)
         except ValueError as exc:
             # The accelerated step left the admissible set: fall back to a damped step from the last
             # good point.
