@@ -264,7 +264,7 @@ def test_cli_plot_other_kinds_real_theory(tmp_path: Path, capsys: pytest.Capture
                                           kind: str) -> None:
     from attnphase.cli import main
 
-    rc = main(["plot", kind, "--alphas", "0.5,1.0,1.5,2.0", "--omegas", "0.2,0.3", "--precision", "fast",
+    rc = main(["plot", kind, "--alphas", "0.5,1.0,1.5,2.0", "--omegas", "0.3", "--precision", "fast",
                "--no-progress", "--out", str(tmp_path / kind)])
     assert rc == 0
     _check([Path(p) for p in capsys.readouterr().out.split()])

@@ -96,9 +96,17 @@ def _legend(ax: Axes, **kw: Any) -> None:
         ax.legend(frameon=True, framealpha=0.9, edgecolor="0.8", **kw)
 
 
-def _legend_below(fig: Figure, ax: Axes, ncols: int = 2) -> None:
-    """A legend under the axes: with up to ten entries, one inside would hide data points."""
+def _legend_below(fig: Figure, ax: Axes, ncols: int = 2, order: Sequence[str] = ()) -> None:
+    """A legend under the axes: with up to ten entries, one inside would hide data points.  Entries whose
+    label (TeX markup removed) starts with an element of ``order`` come first, in that order."""
     handles, labels = ax.get_legend_handles_labels()
+    if order:
+        def rank(label: str) -> int:
+            plain = label.replace("$", "").replace("\\", "")
+            return next((i for i, o in enumerate(order) if plain.startswith(o)), len(order))
+
+        pairs = sorted(zip(handles, labels, strict=True), key=lambda hl: rank(hl[1]))
+        handles, labels = [h for h, _ in pairs], [lab for _, lab in pairs]
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(handles)), frameon=False)
 
@@ -533,6 +541,12 @@ def phase_boundary(tr: Any) -> tuple[float | None, tuple[float, float] | None, s
     return None, None, ""
 
 
+def _positional_throughout(tr: Any) -> bool:
+    curves = getattr(tr, "curves", None) or {}
+    pairs = _match(_valid(curves.get("positional", [])), _valid(curves.get("semantic", [])))
+    return bool(pairs) and all(s.train_loss > p.train_loss for p, s in pairs)
+
+
 @_with_style
 def plot_phase_diagram(
     transitions: Sequence[Any],
@@ -556,7 +570,7 @@ def plot_phase_diagram(
     trs = sorted([t for t in transitions if _isfinite(getattr(t, "omega", None))], key=lambda t: t.omega)
     if not trs:
         raise ValueError("phase diagram: no transition results to plot")
-    fig, (ax,) = _new_figure(width=5.4, height=4.0)
+    fig, (ax,) = _new_figure(width=5.4, height=5.0)
     omegas = np.array([t.omega for t in trs])
 
     heat = _heatmap(ax, fig, simulation, d)
@@ -578,6 +592,12 @@ def plot_phase_diagram(
         else:
             pts = [(t.omega, _get(t, name), _bracket(t, name), "crossing") for t in trs]
         pts = [p for p in pts if p[1] is not None]
+        if name == "alpha_c":
+            # positional wins wherever both branches exist: the boundary lies beyond the computed range
+            beyond = [t.omega for t in trs if phase_boundary(t)[0] is None and _positional_throughout(t)]
+            if beyond:
+                ax.plot([alpha_max] * len(beyond), beyond, marker=">", markersize=6, color="black",
+                        linestyle="none", clip_on=False, label=rf"$\alpha_c > {alpha_max:g}$", zorder=5)
         if not pts:
             continue
         y = np.array([p[0] for p in pts])
@@ -607,7 +627,7 @@ def plot_phase_diagram(
     ax.set_xlabel(_ALPHA_LABEL)
     ax.set_ylabel(r"positional weight $\omega$")
     ax.set_title("phase diagram (global minimum)")
-    _legend(ax, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncols=2, borderaxespad=0.0)
+    _legend_below(fig, ax, ncols=2, order=("alpha_c (", "alpha_l", "attention", "switch", "alpha_c >"))
     return save_figure(fig, out)
 
 

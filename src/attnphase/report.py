@@ -489,11 +489,11 @@ def _flagged(curves: Iterable[tuple[float, str, FixedPoint]]) -> tuple[list[str]
     problems: list[str] = []
     collapsed: dict[str, int] = {}
     for omega, branch, p in curves:
-        if not p.converged or p.status.startswith("not converged"):
+        if p.status.startswith("collapsed"):
+            collapsed[branch] = collapsed.get(branch, 0) + 1
+        elif not p.converged or p.status != "ok":
             problems.append(f"omega = {omega:g}, {branch}, alpha = {p.alpha:.4g}: {p.status} "
                             f"(residual {_f(p.residual, 2)}, {p.iterations} iterations)")
-        elif p.status != "ok":
-            collapsed[branch] = collapsed.get(branch, 0) + 1
     return problems, collapsed
 
 

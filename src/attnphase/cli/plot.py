@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--alpha-max", type=float, default=2.0, help="phase-diagram alpha range (default 2)")
     p.add_argument("--store", default=None, help="SQLite results store of `attnphase sweep` (optional)")
     p.add_argument("--d", type=int, default=None, help="simulation size to draw (default: largest in store)")
-    p.add_argument("--precision", choices=PRECISIONS, default="default", help="theory precision")
+    p.add_argument("--precision", choices=PRECISIONS, default="default", help="theory precision (default: default)")
     add_setting_args(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output file; FILE.png and FILE.pdf are written")
@@ -53,7 +53,9 @@ def register(subparsers: Any) -> None:
     )
     r.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     r.add_argument("--quick", action="store_true", help="small grids, fast precision, d = 100")
-    r.add_argument("--workers", type=int, default=1, help="parallel processes (default 1)")
+    r.add_argument("--workers", type=int, default=1,
+                   help="parallel processes for the theory jobs and the simulations (default 1; --quick "
+                   "takes about 3 minutes with 2)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     r.set_defaults(func=_reproduce)
 

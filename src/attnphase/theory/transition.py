@@ -9,6 +9,7 @@ its bracket.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -68,11 +69,11 @@ def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float
     if not (np.isfinite(flo) and np.isfinite(fhi)) or flo * fhi > 0:
         raise ValueError(f"no sign change of f on [{lo:g}, {hi:g}]: f = {flo:.3g}, {fhi:.3g}")
     if flo == 0:
-        return lo, (lo, lo)
+        return float(lo), (float(lo), float(lo))
     if fhi == 0:
-        return hi, (hi, hi)
-    root = brentq(f, lo, hi, xtol=xtol)
-    return float(root), (max(lo, root - xtol), min(hi, root + xtol))
+        return float(hi), (float(hi), float(hi))
+    root = float(brentq(f, lo, hi, xtol=xtol))
+    return root, (float(max(lo, root - xtol)), float(min(hi, root + xtol)))
 
 
 def _bisect_existence(exists: Callable[[float], bool], a_no: float, a_yes: float, xtol: float) -> tuple[float, float]:
@@ -91,9 +92,15 @@ def _nearest_valid(curve: list[FixedPoint], alpha: float) -> FixedPoint | None:
     return min(valid, key=lambda p: abs(p.alpha - alpha)) if valid else None
 
 
-def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0, n_grid: int = 16,
+def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0, n_grid: int = 12,
                precision: str = "fast", xtol: float = 0.01, seed: int = 0) -> TransitionResult:
-    """alpha_c, alpha_l and the spinodals for one setting, searched in [alpha_min, alpha_max]."""
+    """alpha_c, alpha_l and the spinodals for one setting, searched in [alpha_min, alpha_max].
+
+    Both branches are solved on an n_grid alpha grid by continuation; crossings are refined with brentq
+    to +-xtol, spinodals by bisection to a bracket of width 2 xtol.  A spinodal is where continuation
+    from the neighbouring existing point stops finding a distinct fixed point (collapse, or no convergence
+    within the iteration budget: convergence slows down critically there).
+    """
     alpha_min, alpha_max = check_alpha(alpha_min), check_alpha(alpha_max)
     if alpha_max <= alpha_min:
         raise ValueError(f"alpha_max must exceed alpha_min, got {alpha_min:g}, {alpha_max:g}")
@@ -104,11 +111,11 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     reasons: dict[str, str] = {}
     cache: dict[tuple[str, float], FixedPoint] = {}
 
-    def fp(branch: str, a: float, init: FixedPoint | None) -> FixedPoint:
+    def fp(branch: str, a: float, init: FixedPoint | None, retry: bool = True) -> FixedPoint:
         key = (branch, round(a, 12))
         if key not in cache:
             p = solve(setting, a, branch, precision, init=init, seed=seed)
-            if not p.valid and init is not None:
+            if retry and not p.valid and init is not None:
                 retry = solve(setting, a, branch, precision, init=None, seed=seed)
                 if retry.valid:
                     p = retry
@@ -132,7 +139,9 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     sem = sem[::-1]
 
     def exists(branch: str, curve: list[FixedPoint]) -> Callable[[float], bool]:
-        return lambda a: fp(branch, a, _nearest_valid(curve, a)).valid
+        # Near a spinodal only continuation from the nearest existing point can find the branch; a
+        # restart from the study's starting point would just flow elsewhere (slowly: critical slowing).
+        return lambda a: fp(branch, a, _nearest_valid(curve, a), retry=False).valid
 
     # Spinodals.
     sem_ok = np.array([p.valid for p in sem])
@@ -147,7 +156,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         if i == 0:
             reasons["alpha_sem_appears"] = "semantic branch exists at alpha_min"
         else:
-            b_sem = _bisect_existence(exists("semantic", sem), grid[i - 1], grid[i], xtol)
+            b_sem = _bisect_existence(exists("semantic", sem), grid[i - 1], grid[i], 2 * xtol)
             b_sem = (float(b_sem[0]), float(b_sem[1]))
             a_sem = 0.5 * (b_sem[0] + b_sem[1])
     a_pos = b_pos = None
@@ -160,42 +169,59 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         if j == len(pos_ok) - 1:
             reasons["alpha_pos_vanishes"] = "positional branch exists at alpha_max"
         else:
-            b = _bisect_existence(exists("positional", pos), grid[j + 1], grid[j], xtol)
+            b = _bisect_existence(exists("positional", pos), grid[j + 1], grid[j], 2 * xtol)
             b_pos = (float(min(b)), float(max(b)))
             a_pos = 0.5 * (b_pos[0] + b_pos[1])
 
+    def near(branch: str, a: float) -> FixedPoint:
+        """Solve at a by continuation from the nearest already-solved valid points of the branch."""
+        known = sorted((p for (b, _), p in cache.items() if b == branch and p.valid), key=lambda p: abs(p.alpha - a))
+        p = None
+        for init in known[:2] or [None]:
+            p = fp(branch, a, init, retry=False) if (branch, round(a, 12)) not in cache else cache[(branch, round(a, 12))]
+            if p.valid:
+                return p
+            cache.pop((branch, round(a, 12)), None)
+        return fp(branch, a, None)
+
     # alpha_c: sign change of train_loss(semantic) - train_loss(positional) where both exist.
     def delta(a: float) -> float:
-        ps = fp("semantic", a, _nearest_valid(sem, a))
-        pp = fp("positional", a, _nearest_valid(pos, a))
+        ps = near("semantic", a)
+        pp = near("positional", a)
         if not (ps.valid and pp.valid):
             return float("nan")
         return ps.train_loss - pp.train_loss
 
-    both = [k for k in range(n_grid) if sem[k].valid and pos[k].valid]
-    d_grid = {k: sem[k].train_loss - pos[k].train_loss for k in both}
+    # Candidate alphas where both branches exist: the grid plus the existing ends of the spinodal
+    # brackets (the crossing often lies between the semantic spinodal and the next grid point).
+    cand = {float(grid[k]) for k in range(n_grid) if sem[k].valid and pos[k].valid}
+    for br in (b_sem and b_sem[1], b_pos and b_pos[0]):
+        if br:
+            cand.add(float(br))
+    d_pts = [(a, delta(a)) for a in sorted(cand)]
+    d_pts = [(a, d) for a, d in d_pts if np.isfinite(d)]
     alpha_c = c_br = None
-    for k0, k1 in zip(both, both[1:], strict=False):
-        if k1 == k0 + 1 and d_grid[k0] > 0 >= d_grid[k1]:
-            alpha_c, c_br = find_crossing(delta, grid[k0], grid[k1], xtol)
+    for (a0, d0), (a1, d1) in zip(d_pts, d_pts[1:], strict=False):
+        if d0 > 0 >= d1:
+            alpha_c, c_br = find_crossing(delta, a0, a1, xtol)
             break
     if alpha_c is None:
-        if both and all(d_grid[k] <= 0 for k in both) and not sem_ok.all():
-            # Where both exist semantic is already lower: the crossing, if any, is hidden by the
-            # spinodal; the global minimum switches where the semantic branch appears.
+        if d_pts and all(d <= 0 for _, d in d_pts) and not sem_ok.all():
+            # Semantic is lower already where it first exists: the global minimum switches where the
+            # semantic branch appears.
             reasons["alpha_c"] = ("semantic loss below positional wherever both exist; the global minimum "
                                   "switches at the semantic spinodal alpha_sem_appears")
-        elif both and all(d_grid[k] > 0 for k in both):
+        elif d_pts and all(d > 0 for _, d in d_pts):
             reasons["alpha_c"] = f"positional lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]"
-        elif not both:
+        elif not d_pts:
             reasons["alpha_c"] = "positional and semantic never coexist on the grid"
         else:
             reasons["alpha_c"] = "no bracketed sign change of the training-loss difference"
 
     # alpha_l: test error of the global minimum against the linear baseline.
     def global_te(a: float) -> float:
-        ps = fp("semantic", a, _nearest_valid(sem, a))
-        pp = fp("positional", a, _nearest_valid(pos, a))
+        ps = near("semantic", a)
+        pp = near("positional", a)
         cands = [p for p in (ps, pp) if p.valid]
         if not cands:
             return float("nan")
@@ -236,6 +262,13 @@ def _transition_task(args: tuple) -> TransitionResult:
     return transition(setting, **kwargs)
 
 
+def _single_threaded_worker() -> None:
+    # One process per core: the compiled kernel must not also start a thread per core in each process.
+    import numba
+
+    numba.set_num_threads(1)
+
+
 def phase_diagram(setting: Setting, omegas: Sequence[float], alpha_max: float = 2.0, precision: str = "fast",
                   progress: bool = True, workers: int = 1, **kwargs: Any) -> list[TransitionResult]:
     """transition() for each omega (in parallel processes with workers > 1)."""
@@ -246,6 +279,8 @@ def phase_diagram(setting: Setting, omegas: Sequence[float], alpha_max: float = 
     tasks = [(s, kw) for s in settings]
     if workers <= 1:
         return [_transition_task(t) for t in tqdm(tasks, desc="phase diagram", unit="omega", disable=not progress)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # spawn, not fork: numba's OpenMP thread pool does not survive fork().
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_single_threaded_worker) as pool:
         return list(tqdm(pool.map(_transition_task, tasks), total=len(tasks), desc="phase diagram", unit="omega",
                          disable=not progress))
