@@ -203,6 +203,9 @@ def test_find_crossing_known_root():
     assert lo <= 0.7390851332 <= hi and hi - lo <= 2.1e-6
     with pytest.raises(ValueError, match="sign"):
         find_crossing(lambda a: a * a + 1, -1, 1, 1e-6)
+    # NaN inside the bracket (a branch that failed to converge there): a wider, still valid bracket.
+    root, (lo, hi) = find_crossing(lambda a: np.nan if 0.65 < a < 0.75 else 0.7 - a, 0.0, 1.0, 1e-3)
+    assert lo <= 0.7 <= hi and lo < root < hi
 
 
 def test_cli_theory_json_and_errors(capsys):

@@ -251,7 +251,7 @@ def _single_threaded_children() -> Iterator[None]:
     """Spawned theory workers inherit the environment; BLAS reads these variables when numpy is imported,
     which happens while the child unpickles its first job, too early for an initializer to help.  Without
     them N workers would each start a thread per core."""
-    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
     saved = {n: os.environ.get(n) for n in names}
     for n in names:
         os.environ.setdefault(n, "1")

@@ -40,7 +40,7 @@ class Precision:
 PRECISIONS = {
     "fast": Precision("fast", 13, 4, 3e-4),
     "default": Precision("default", 15, 8, 3e-5),
-    "high": Precision("high", 18, 8, 1e-5),
+    "high": Precision("high", 19, 8, 1e-5),
 }
 
 # Study's starting points (MODEL.md section 3).

@@ -64,7 +64,8 @@ class TransitionResult:
 
 def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, tuple[float, float]]:
     """Root of f in [lo, hi] where f changes sign (scipy's brentq); returns the root and a bracket of
-    half-width xtol around it (brentq's guarantee)."""
+    half-width xtol around it (brentq's guarantee).  If f is NaN inside, falls back to bisection and
+    returns the narrowest bracket it could establish (possibly wider than 2 xtol)."""
     flo, fhi = f(lo), f(hi)
     if not (np.isfinite(flo) and np.isfinite(fhi)) or flo * fhi > 0:
         raise ValueError(f"no sign change of f on [{lo:g}, {hi:g}]: f = {flo:.3g}, {fhi:.3g}")
@@ -72,8 +73,23 @@ def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float
         return float(lo), (float(lo), float(lo))
     if fhi == 0:
         return float(hi), (float(hi), float(hi))
-    root = float(brentq(f, lo, hi, xtol=xtol))
-    return root, (float(max(lo, root - xtol)), float(min(hi, root + xtol)))
+    try:
+        root = float(brentq(f, lo, hi, xtol=xtol))
+        return root, (float(max(lo, root - xtol)), float(min(hi, root + xtol)))
+    except ValueError:
+        # f is NaN somewhere inside (a branch failed to converge there, e.g. critically slow near a
+        # spinodal): bisect on the sign and stop at the last bracket whose ends are both finite.
+        pass
+    while hi - lo > 2 * xtol:
+        mid = 0.5 * (lo + hi)
+        fm = f(mid)
+        if not np.isfinite(fm):
+            break
+        if (fm > 0) == (flo > 0):
+            lo, flo = mid, fm
+        else:
+            hi, fhi = mid, fm
+    return float(0.5 * (lo + hi)), (float(lo), float(hi))
 
 
 def _bisect_existence(exists: Callable[[float], bool], a_no: float, a_yes: float, xtol: float) -> tuple[float, float]:
