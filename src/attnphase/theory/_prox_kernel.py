@@ -75,16 +75,15 @@ def _newton_point(h1, h2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
             continue
         slope = g1 * p1 + g2 * p2
         t = 1.0
+        fn = f0
         for _ls in range(40):
-            n1 = h1 + t * p1
-            n2 = h2 + t * p2
-            fn = _obj(n1, n2, w1, w2, t1, t2, inv_v, sigma2)
+            fn = _obj(h1 + t * p1, h2 + t * p2, w1, w2, t1, t2, inv_v, sigma2)
             if fn <= f0 + 1e-4 * t * slope:
                 break
             t *= 0.5
         h1 = h1 + t * p1
         h2 = h2 + t * p2
-        f0 = _obj(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
+        f0 = fn
     return h1, h2, f0, gn
 
 

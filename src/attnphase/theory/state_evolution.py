@@ -38,9 +38,9 @@ class Precision:
 
 
 PRECISIONS = {
-    "fast": Precision("fast", 13, 4, 3e-4),
-    "default": Precision("default", 15, 8, 3e-5),
-    "high": Precision("high", 19, 8, 1e-5),
+    "fast": Precision("fast", 13, 4, 3e-4, max_iter=80),
+    "default": Precision("default", 15, 8, 3e-5, max_iter=100),
+    "high": Precision("high", 19, 8, 1e-5, max_iter=100),
 }
 
 # Study's starting points (MODEL.md section 3).
@@ -254,7 +254,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     failures = 0
     collapsed = False
     sigma2 = setting.sigma**2
-    newton_matrix = None
+    # Continuation: the previous alpha's Jacobian is close enough for chord steps here too.
+    newton_matrix = getattr(init, "_newton_matrix", None) if isinstance(init, FixedPoint) and init.branch == branch \
+        else None
     for rep in range(prec.replicas):
         z = gaussian_sobol(prec.log2_points, 4, 1000 * seed + rep)
         sol = None
@@ -263,7 +265,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         if sol is None:
             sol = iterate(z, alpha, x, setting, branch, prec.tol, prec.max_iter)
         iters += sol.iterations
-        if rep == 0 and prec.replicas > 1 and sol.converged and sol.message != "collapsed":
+        if (rep == 0 and prec.replicas > 1 and sol.converged and sol.message != "collapsed"
+                and (newton_matrix is None or sol.iterations > 4)):
             # The other scramblings' fixed points lie within the integration error of this one:
             # a frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
             J, n_eval = fixed_point_jacobian(z, alpha, sol.x, setting, branch)
@@ -291,7 +294,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         hs.append([sol.hats.qhat, sol.hats.mhat, sol.hats.Vhat, sol.hats.thetahat])
         phi = prior_energy(o, sol.hats, sigma2, setting.lam, setting.rho) - alpha * sol.moreau
         energies.append(-phi)
-        if collapsed:
+        if collapsed or not converged:
+            # Already not a valid point: the other scramblings would cost iterations and change nothing.
             break
     if not xs:
         nan = float("nan")
@@ -326,13 +330,16 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         status = "collapsed to agnostic"
     elif failures and status == "ok":
         status = f"ok ({failures} proximal points above gradient tolerance)"
-    return FixedPoint(
+    fp = FixedPoint(
         alpha=alpha, omega=setting.omega, branch=branch, overlaps=Overlaps(q, m, V, theta),
         hats=HatOverlaps(*(float(v) for v in hm)), train_loss=float(E.mean()), test_error=te, errors=errors,
         converged=converged, iterations=iters, residual=float(residual), status=status,
         n_points=2**prec.log2_points * prec.replicas, n_replicas=prec.replicas,
         seconds=time.perf_counter() - t0, precision=prec.name, setting=setting.to_dict(),
     )
+    if newton_matrix is not None and converged and status == "ok":
+        fp._newton_matrix = newton_matrix  # not a dataclass field: kept out of serialisation
+    return fp
 
 
 def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,
