@@ -35,12 +35,13 @@ class Precision:
     replicas: int
     tol: float
     max_iter: int = 200
+    accept: float = 0.0  # residual accepted when the iteration stagnates at the map's resolution
 
 
 PRECISIONS = {
-    "fast": Precision("fast", 13, 4, 3e-4, max_iter=80),
-    "default": Precision("default", 15, 8, 3e-5, max_iter=100),
-    "high": Precision("high", 19, 8, 1e-5, max_iter=100),
+    "fast": Precision("fast", 13, 4, 3e-4, max_iter=80, accept=3e-3),
+    "default": Precision("default", 15, 8, 3e-5, max_iter=100, accept=1e-3),
+    "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4),
 }
 
 # Study's starting points (MODEL.md section 3).
@@ -93,7 +94,8 @@ class _Solve:
 
 
 def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol: float, max_iter: int,
-            depth: int = 5, mixing: float = 0.5, far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10) -> _Solve:
+            depth: int = 5, mixing: float = 0.5, far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10,
+            accept: float = 0.0, stagnation: int = 12) -> _Solve:
     """Anderson-accelerated fixed-point iteration on the free coordinates, with damping as fallback.
 
     The residual is relative: |G(x) - x| / max(|x|, 1e-3) in the max norm over the free coordinates.
@@ -109,6 +111,7 @@ def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol:
     res = np.inf
     gx = hats = out = None
     damping = mixing
+    best: tuple = (np.inf, 0, None, None, None)
     # Every evaluation runs the full multi-start global search of the proximal problem.  (Warm-starting
     # Newton from the previous iteration's minimisers was measured: it misses basin switches and makes
     # the map inconsistent enough that Anderson stalls, e.g. positional at alpha = 2.)
@@ -131,6 +134,14 @@ def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol:
         if res < tol:
             x = gx
             return _Solve(x, hats, out.moreau, it, res, True, out.prox_failures)
+        if res < best[0]:
+            best = (res, it, gx, hats, out)
+        elif accept > 0 and it - best[1] >= stagnation and best[0] <= accept:
+            # The map is piecewise constant at the scale of one integration point switching basin (on
+            # the positional branch one switch moves mhat by ~0.3% with 2^13 points), so below that
+            # scale the residual only jitters.  Accept the best iterate; its residual is reported.
+            res_b, it_b, gx_b, hats_b, out_b = best
+            return _Solve(gx_b, hats_b, out_b.moreau, it, res_b, True, out_b.prox_failures, "map resolution")
         X_hist.append(x.copy())
         R_hist.append(r.copy())
         if len(X_hist) > depth + 1:
@@ -263,7 +274,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         if newton_matrix is not None:
             sol = chord_iterate(z, alpha, x, setting, branch, prec.tol, newton_matrix)
         if sol is None:
-            sol = iterate(z, alpha, x, setting, branch, prec.tol, prec.max_iter)
+            sol = iterate(z, alpha, x, setting, branch, prec.tol, prec.max_iter, accept=prec.accept)
         iters += sol.iterations
         if (rep == 0 and prec.replicas > 1 and sol.converged and sol.message != "collapsed"
                 and (newton_matrix is None or sol.iterations > 4)):

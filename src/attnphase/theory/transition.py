@@ -103,6 +103,14 @@ def _bisect_existence(exists: Callable[[float], bool], a_no: float, a_yes: float
     return a_no, a_yes
 
 
+def _status_summary(curve: list[FixedPoint]) -> str:
+    counts: dict[str, int] = {}
+    for p in curve:
+        key = "ok" if p.valid else ("collapsed" if "collapsed" in p.status else "not converged")
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{v} {k}" for k, v in counts.items())
+
+
 def _nearest_valid(curve: list[FixedPoint], alpha: float) -> FixedPoint | None:
     valid = [p for p in curve if p.valid]
     return min(valid, key=lambda p: abs(p.alpha - alpha)) if valid else None
@@ -166,7 +174,8 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     if sem_ok.all():
         reasons["alpha_sem_appears"] = f"semantic fixed point exists on the whole range [{alpha_min:g}, {alpha_max:g}]"
     elif not sem_ok.any():
-        reasons["alpha_sem_appears"] = f"no semantic fixed point in [{alpha_min:g}, {alpha_max:g}]"
+        reasons["alpha_sem_appears"] = (f"no valid semantic fixed point on the grid in [{alpha_min:g}, {alpha_max:g}] "
+                                        f"({_status_summary(sem)})")
     else:
         i = int(np.argmax(sem_ok))  # first valid
         if i == 0:
@@ -179,7 +188,8 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     if pos_ok.all():
         reasons["alpha_pos_vanishes"] = f"positional fixed point exists on the whole range [{alpha_min:g}, {alpha_max:g}]"
     elif not pos_ok.any():
-        reasons["alpha_pos_vanishes"] = f"no positional fixed point in [{alpha_min:g}, {alpha_max:g}]"
+        reasons["alpha_pos_vanishes"] = (f"no valid positional fixed point on the grid in [{alpha_min:g}, {alpha_max:g}] "
+                                         f"({_status_summary(pos)})")
     else:
         j = len(pos_ok) - 1 - int(np.argmax(pos_ok[::-1]))  # last valid
         if j == len(pos_ok) - 1:
