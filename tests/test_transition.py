@@ -36,3 +36,25 @@ def test_alpha_c_increases_with_omega():
     for r in rs:
         if r.alpha_l is not None:
             assert r.alpha_l >= r.alpha_c - 0.02
+
+
+def test_cli_transition_and_phase_diagram(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from attnphase.cli import main
+
+    args = ["--alpha-min", "1.0", "--n-grid", "3", "--xtol", "0.1", "--workers", "1", "--no-progress"]
+    assert main(["transition", "--omega", "0.3", "--json", *args]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    assert {"omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "test_error_linear", "alpha_sem_appears",
+            "alpha_pos_vanishes", "note"} <= set(rec)
+    assert rec["alpha_c"] is None or rec["alpha_c_lo"] <= rec["alpha_c"] <= rec["alpha_c_hi"]
+    out = tmp_path / "pd"
+    assert main(["phase-diagram", "--omegas", "0.3", "--out", str(out), *args]) == 0
+    df = pd.read_csv(out / "phase_diagram.csv")
+    assert list(df["omega"]) == [0.3]
+    assert (out / "phase_diagram.png").stat().st_size > 1000
+    assert main(["phase-diagram", "--omegas", "0.3", "--out", str(out), "--store", str(tmp_path / "nope.sqlite")]) == 2
+    assert main(["transition", "--omega", "0.3", "--alpha-max", "-1"]) == 2

@@ -34,6 +34,8 @@ def _phase_diagram(args: argparse.Namespace) -> int:
     omegas = parse_spec(args.omegas, "--omegas")
     base = setting_from_args(args, omega=omegas[0])
     base.require_study_geometry()
+    if args.store and not Path(args.store).exists():
+        raise ValueError(f"store not found: {args.store}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
@@ -42,14 +44,20 @@ def _phase_diagram(args: argparse.Namespace) -> int:
     df = pd.DataFrame([r.to_dict() for r in results])
     csv_path = out / "phase_diagram.csv"
     df.to_csv(csv_path, index=False)
-    try:
-        from attnphase.plots import plot_phase_diagram
+    from attnphase.plots import plot_phase_diagram
 
-        store = args.store if getattr(args, "store", None) else None
-        plot_phase_diagram(results, out / "phase_diagram.png", store=store)
-    except ImportError as exc:  # pragma: no cover - plots module missing
-        print(f"warning: no figure written ({exc})", file=sys.stderr)
-    print(f"wrote {csv_path} and {out / 'phase_diagram.png'}")
+    simulation = None
+    if args.store:
+        from attnphase.store import load_results
+
+        simulation = load_results(args.store)
+    paths = plot_phase_diagram(results, out / "phase_diagram.png", alpha_min=0.0, alpha_max=args.alpha_max,
+                               simulation=simulation)
+    bad = [r.omega for r in results if r.alpha_c is None]
+    if bad:
+        print(f"note: alpha_c not bracketed for omega = {', '.join(f'{w:g}' for w in bad)} (see 'note' in the CSV)",
+              file=sys.stderr)
+    print(f"wrote {csv_path}, " + ", ".join(str(p) for p in paths))
     return 0
 
 
