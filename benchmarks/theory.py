@@ -54,7 +54,7 @@ def main() -> None:
             main_rel = max(v for k, v in rel.items() if k != "V")
             rows.append({
                 "branch": branch, "precision": prec, "seconds": round(fp.seconds, 2),
-                "points": f"{PRECISIONS[prec].replicas}x2^{PRECISIONS[prec].log2_points}",
+                "points": f"{fp.n_replicas}x2^{PRECISIONS[prec].log2_points}",
                 "iterations": fp.iterations, "max_rel_err": main_rel, "worst": max(
                     (k for k in rel if k != "V"), key=lambda k: rel[k]), "rel_err_V": rel["V"],
                 "converged": fp.converged, "status": fp.status,

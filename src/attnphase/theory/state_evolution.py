@@ -36,12 +36,14 @@ class Precision:
     tol: float
     max_iter: int = 200
     accept: float = 0.0  # residual accepted when the iteration stagnates at the map's resolution
+    target: float = 0.0  # add scramblings (up to max_replicas) until the relative errors reach this
+    max_replicas: int = 0
 
 
 PRECISIONS = {
     "fast": Precision("fast", 13, 4, 3e-4, max_iter=80, accept=3e-3),
-    "default": Precision("default", 15, 8, 3e-5, max_iter=100, accept=1e-3),
-    "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4),
+    "default": Precision("default", 15, 8, 3e-5, max_iter=100, accept=1e-3, target=1e-3, max_replicas=12),
+    "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4, target=1e-4, max_replicas=32),
 }
 
 # Study's starting points (MODEL.md section 3).
@@ -229,6 +231,20 @@ def chord_iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str
     return None
 
 
+def _target_met(xs: list[np.ndarray], energies: list[float], target: float) -> bool:
+    """Relative standard errors of q, m, theta (where non-zero) and train_loss all <= target."""
+    k = len(xs)
+    if target <= 0 or k < 2:
+        return True
+    X = np.array(xs)
+    mean = np.abs(X.mean(axis=0))
+    se = X.std(axis=0, ddof=1) / np.sqrt(k)
+    rel = [se[i] / mean[i] for i in (0, 1, 3) if mean[i] > 0]
+    E = np.array(energies)
+    rel.append(E.std(ddof=1) / np.sqrt(k) / abs(E.mean()))
+    return max(rel) <= target
+
+
 def _collapse_status(branch: str, x: np.ndarray, x_err: np.ndarray, rho: float) -> str:
     q, m, V, theta = x
     if branch == "positional" and abs(m) < max(1e-2 * np.sqrt(q), 3 * x_err[1]):
@@ -268,7 +284,12 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     # Continuation: the previous alpha's Jacobian is close enough for chord steps here too.
     newton_matrix = getattr(init, "_newton_matrix", None) if isinstance(init, FixedPoint) and init.branch == branch \
         else None
-    for rep in range(prec.replicas):
+    rep = -1
+    while True:
+        rep += 1
+        if rep >= max(prec.replicas, prec.max_replicas) or (
+                rep >= prec.replicas and _target_met(xs, energies, prec.target)):
+            break
         z = gaussian_sobol(prec.log2_points, 4, 1000 * seed + rep)
         sol = None
         if newton_matrix is not None:
@@ -345,7 +366,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         alpha=alpha, omega=setting.omega, branch=branch, overlaps=Overlaps(q, m, V, theta),
         hats=HatOverlaps(*(float(v) for v in hm)), train_loss=float(E.mean()), test_error=te, errors=errors,
         converged=converged, iterations=iters, residual=float(residual), status=status,
-        n_points=2**prec.log2_points * prec.replicas, n_replicas=prec.replicas,
+        n_points=2**prec.log2_points * k, n_replicas=k,
         seconds=time.perf_counter() - t0, precision=prec.name, setting=setting.to_dict(),
     )
     if newton_matrix is not None and converged and status == "ok":
