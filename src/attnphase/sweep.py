@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import importlib
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 
 from attnphase.setting import STUDY_A, Setting
 from attnphase.store import KEY_FIELDS, Key, ResultStore, canon_float, canon_options, canonical_key
+from attnphase.store import _canon_int as _int
 
 Task = Callable[["GridPoint"], Mapping[str, Any]]
 
@@ -146,18 +146,6 @@ class Grid:
                                 optimizer=self.optimizer, n_test=self.n_test, sigma=self.sigma,
                                 lam=self.lam, A=self.A, options=opts, device=self.device,
                             )
-
-
-def _int(x: Any, name: str) -> int:
-    if isinstance(x, bool):
-        raise ValueError(f"{name} must be an integer, got {x!r}")
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer, got {x!r}") from None
-    if not math.isfinite(f) or not f.is_integer():
-        raise ValueError(f"{name} must be an integer, got {x!r}")
-    return int(f)
 
 
 @dataclass

@@ -10,15 +10,22 @@ import sys
 _COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot")
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (exit code 2), like every other input error of the CLI."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from attnphase import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="attnphase",
         description="Positional vs semantic learning in a solvable model of dot-product attention.",
     )
     parser.add_argument("--version", action="version", version=f"attnphase {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     for name in _COMMAND_MODULES:
         try:
             mod = importlib.import_module(f"attnphase.cli.{name}")
