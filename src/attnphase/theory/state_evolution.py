@@ -42,7 +42,7 @@ class Precision:
 
 PRECISIONS = {
     "fast": Precision("fast", 13, 4, 3e-4, max_iter=80, accept=3e-3),
-    "default": Precision("default", 15, 8, 3e-5, max_iter=100, accept=1e-3, target=1e-3, max_replicas=12),
+    "default": Precision("default", 15, 6, 3e-5, max_iter=100, accept=1e-3, target=1e-3, max_replicas=12),
     "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4, target=1e-4, max_replicas=32),
 }
 
@@ -159,9 +159,9 @@ def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol:
             return _Solve(gx, hats, out.moreau, it, res, True, out.prox_failures, "collapsed")
         if res > far and it <= far_steps:
             # Far from the fixed point Anderson extrapolates wildly and can throw the iteration into
-            # the basin of another branch (e.g. semantic -> agnostic): take damped steps there.  The
-            # map can have strongly negative eigenvalues (period-2 oscillation of the plain iteration),
-            # so the damping adapts: halve the step whenever the residual grows.
+            # the basin of another branch (e.g. semantic -> agnostic): take a few damped steps first.  Not
+            # more: the map can have strongly negative eigenvalues (the plain iteration oscillates with
+            # period 2, e.g. positional at alpha = 2), which only Anderson handles well.
             X_hist.clear()
             R_hist.clear()
             x = x.copy()
