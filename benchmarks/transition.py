@@ -31,10 +31,11 @@ def main() -> None:
     print(format_table([r.to_dict()], ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "alpha_l_lo",
                                        "alpha_l_hi", "alpha_sem_appears", "alpha_pos_vanishes"]))
 
-    omegas = np.linspace(0.0, 0.45, args.n_omegas)
+    omegas = [float(f"{w:.12g}") for w in np.linspace(0.0, 0.45, args.n_omegas)]
     t = time.perf_counter()
+    # The defaults of `attnphase phase-diagram`: 10 grid alphas, crossings to +-0.02.
     rows = [x.to_dict() for x in phase_diagram(Setting(), omegas, precision=args.precision, workers=args.workers,
-                                                progress=False)]
+                                                progress=False, n_grid=10, xtol=0.02)]
     dt = time.perf_counter() - t
     print(f"\nphase diagram, {args.n_omegas} omegas in [0, 0.45], workers = {args.workers}: {dt:.1f} s")
     print(format_table(rows, ["omega", "alpha_c", "alpha_l", "test_error_linear", "alpha_sem_appears",

@@ -33,7 +33,8 @@ def parse_spec(spec: str, name: str = "value") -> list[float]:
             start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
             if num < 1:
                 raise ValueError
-            values = np.linspace(start, stop, num).tolist()
+            # 12 significant digits: 0.15, not 0.15000000000000002, in tables and store keys.
+            values = [float(f"{v:.12g}") for v in np.linspace(start, stop, num)]
         else:
             values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:

@@ -61,11 +61,11 @@ def _phase_diagram(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) -> None:
     p.add_argument("--alpha-max", type=float, default=2.0)
     p.add_argument("--alpha-min", type=float, default=0.05)
-    p.add_argument("--n-grid", type=int, default=12, help="alpha grid points before root refinement")
-    p.add_argument("--xtol", type=float, default=0.01, help="bracket half-width of the critical values")
+    p.add_argument("--n-grid", type=int, default=n_grid, help=f"alpha grid points before root refinement ({n_grid})")
+    p.add_argument("--xtol", type=float, default=xtol, help=f"bracket half-width of the critical values ({xtol})")
     p.add_argument("--precision", default="fast", help="fast | default | high")
     p.add_argument("--workers", type=int, default=2, help="parallel processes over omega")
     p.add_argument("--no-progress", action="store_true")
@@ -83,5 +83,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--omegas", default="0:0.45:10", help="SPEC of omegas (default 0:0.45:10)")
     d.add_argument("--store", default=None, help="sweep store for a heat map of simulated loss differences")
     d.add_argument("--out", required=True, help="output directory")
-    _common(d)
+    _common(d, n_grid=10, xtol=0.02)
     d.set_defaults(func=_phase_diagram)
