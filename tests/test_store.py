@@ -58,7 +58,7 @@ def test_canon_float_idempotent_and_close(x):
 
 def test_same_spec_typed_differently_gives_same_keys():
     # linspace yields 0.30000000000000004 where the typed list has 0.3: the keys must agree.
-    from_linspace = parse_spec("0.1:1:10")
+    from_linspace = np.linspace(0.1, 1.0, 10).tolist()
     typed = parse_spec("0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0")
     assert from_linspace != typed  # the raw floats really differ (otherwise this test proves nothing)
     keys_a = {canonical_key(record(alpha=a)) for a in from_linspace}
@@ -213,3 +213,7 @@ def test_aggregate_mean_and_sem(tmp_path):
 def test_aggregate_requires_grouping_columns():
     with pytest.raises(ValueError, match="lack"):
         aggregate(pd.DataFrame({"alpha": [1.0], "q": [0.1]}))
+
+
+def test_parse_spec_linspace_values_are_clean():
+    assert parse_spec("0.1:1:10") == parse_spec("0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0")
