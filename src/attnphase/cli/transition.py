@@ -12,15 +12,18 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "alpha_l_l
            "alpha_sem_appears", "alpha_pos_vanishes", "note"]
 
 
-def _transition(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, omegas: list[float]):
     from attnphase.theory import phase_diagram
 
-    omegas = parse_spec(args.omega, "--omega")
     base = setting_from_args(args, omega=omegas[0])
     base.require_study_geometry()
-    results = phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
-                            progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
-                            n_grid=args.n_grid, xtol=args.xtol)
+    return phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
+                         progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
+                         n_grid=args.n_grid, xtol=args.xtol)
+
+
+def _transition(args: argparse.Namespace) -> int:
+    results = _run(args, parse_spec(args.omega, "--omega"))
     records = [r.to_dict() for r in results]
     emit(records, args, COLUMNS if not (args.json or args.csv) else None)
     return 0
@@ -29,18 +32,13 @@ def _transition(args: argparse.Namespace) -> int:
 def _phase_diagram(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from attnphase.theory import phase_diagram
-
     omegas = parse_spec(args.omegas, "--omegas")
-    base = setting_from_args(args, omega=omegas[0])
-    base.require_study_geometry()
+    setting_from_args(args, omega=omegas[0]).require_study_geometry()
     if args.store and not Path(args.store).exists():
         raise ValueError(f"store not found: {args.store}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
-                            progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
-                            n_grid=args.n_grid, xtol=args.xtol)
+    results = _run(args, omegas)
     df = pd.DataFrame([r.to_dict() for r in results])
     csv_path = out / "phase_diagram.csv"
     df.to_csv(csv_path, index=False)

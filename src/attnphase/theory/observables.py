@@ -7,8 +7,11 @@ import numpy as np
 from attnphase.theory.loss import attention_loss, target_diagonal
 from attnphase.theory.quadrature import gauss_hermite_grid
 
+FINE, COARSE = 20, 14  # Gauss-Hermite orders; their difference is the quadrature error estimate
 
-def _test_error_rule(n: int, q: float, m: float, theta: float, *, omega, A, sigma2, rho) -> float:
+
+def test_error_rule(n: int, q: float, m: float, theta: float, *, omega, A, sigma2, rho) -> float:
+    """E[l(h, h*)] with the n-point tensor Gauss-Hermite rule in each of the 4 dimensions."""
     z, w = gauss_hermite_grid(n, 4)
     sq = np.sqrt(q)
     c = np.sqrt(max(rho - theta * theta / q, 0.0))
@@ -28,6 +31,6 @@ def test_error(q: float, m: float, theta: float, *, omega: float, A: np.ndarray,
     difference between the 20- and 14-point rules.
     """
     kw = dict(omega=omega, A=A, sigma2=sigma2, rho=rho)
-    fine = _test_error_rule(20, q, m, theta, **kw)
-    coarse = _test_error_rule(14, q, m, theta, **kw)
+    fine = test_error_rule(FINE, q, m, theta, **kw)
+    coarse = test_error_rule(COARSE, q, m, theta, **kw)
     return fine, abs(fine - coarse)

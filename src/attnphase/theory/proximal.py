@@ -40,9 +40,7 @@ def _newton(h1, h2, w1, w2, t1, t2, V, sigma2, max_iter=60, gtol=1e-9):
     """Safeguarded Newton from (h1, h2); arrays are modified copies. Works only on active points."""
     h1 = h1.copy()
     h2 = h2.copy()
-    n = h1.shape[0]
-    active = np.arange(n)
-    gnorm = np.full(n, np.inf)
+    active = np.arange(h1.shape[0])
     inv_v = 1.0 / V
     # Smallest eigenvalue we allow in the (shifted) Hessian: keeps the step a descent direction.
     floor = 1e-3 * inv_v
@@ -58,7 +56,6 @@ def _newton(h1, h2, w1, w2, t1, t2, V, sigma2, max_iter=60, gtol=1e-9):
         H11 = H11 + inv_v
         H22 = H22 + inv_v
         gn = np.maximum(np.abs(g1), np.abs(g2))
-        gnorm[active] = gn
         done = gn < gtol
         # Eigenvalue shift for indefinite Hessians.
         half_tr = 0.5 * (H11 + H22)

@@ -42,11 +42,14 @@ def gauss_hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / w.sum()
 
 
+@lru_cache(maxsize=16)
 def gauss_hermite_grid(n: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tensor-product rule: points of shape (dim, n^dim) and weights (n^dim,)."""
+    """Tensor-product rule: points of shape (dim, n^dim) and weights (n^dim,). Cached, read-only."""
     x, w = gauss_hermite(n)
     grids = np.meshgrid(*([x] * dim), indexing="ij")
     wgrids = np.meshgrid(*([w] * dim), indexing="ij")
     pts = np.stack([g.ravel() for g in grids])
     wts = np.prod(np.stack([g.ravel() for g in wgrids]), axis=0)
+    pts.setflags(write=False)
+    wts.setflags(write=False)
     return pts, wts

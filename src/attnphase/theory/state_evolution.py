@@ -15,6 +15,7 @@ import numpy as np
 
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.channel import channel
+from attnphase.theory.observables import FINE, test_error_rule
 from attnphase.theory.observables import test_error as _test_error
 from attnphase.theory.prior import prior, prior_energy
 from attnphase.theory.quadrature import gaussian_sobol
@@ -95,12 +96,19 @@ class _Solve:
     message: str = ""
 
 
+def _relative_residual(x: np.ndarray, gx: np.ndarray, free: list[int]) -> tuple[np.ndarray, float]:
+    """G(x) - x and its size |G(x) - x| / max(|x|, 1e-3), max norm over the free coordinates."""
+    r = gx - x
+    scale = np.maximum(np.abs(x), 1e-3)
+    return r, float(np.max(np.abs(r[free]) / scale[free]))
+
+
 def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol: float, max_iter: int,
             depth: int = 5, mixing: float = 0.5, far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10,
             accept: float = 0.0, stagnation: int = 12) -> _Solve:
     """Anderson-accelerated fixed-point iteration on the free coordinates, with damping as fallback.
 
-    The residual is relative: |G(x) - x| / max(|x|, 1e-3) in the max norm over the free coordinates.
+    The residual is _relative_residual's.
     """
     free = _free_coordinates(branch)
     x = np.array(x0, dtype=float)
@@ -130,9 +138,7 @@ def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol:
                 damping *= 0.5
                 continue
             return _Solve(x, hats, np.nan, it, np.inf, False, 0, str(exc))
-        r = gx - x
-        scale = np.maximum(np.abs(x), 1e-3)
-        res = float(np.max(np.abs(r[free]) / scale[free]))
+        r, res = _relative_residual(x, gx, free)
         if res < tol:
             x = gx
             return _Solve(x, hats, out.moreau, it, res, True, out.prox_failures)
@@ -216,9 +222,7 @@ def chord_iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str
             gx, hats, out = _step(z, alpha, x, setting, branch)
         except ValueError:
             return None
-        r = gx - x
-        scale = np.maximum(np.abs(x), 1e-3)
-        res = float(np.max(np.abs(r[free]) / scale[free]))
+        r, res = _relative_residual(x, gx, free)
         if res < tol:
             return _Solve(gx, hats, out.moreau, it, res, True, out.prox_failures)
         if res > 0.5 * prev:
@@ -348,8 +352,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     # Test error's integration error is dominated by the propagated error of the overlaps: estimate it
     # from the per-replica overlaps.
     te_reps = [
-        _test_error(float(xx[0]), abs(float(xx[1])), abs(float(xx[3])), omega=setting.omega, A=setting.A_array,
-                    sigma2=sigma2, rho=setting.rho)[0]
+        test_error_rule(FINE, float(xx[0]), abs(float(xx[1])), abs(float(xx[3])), omega=setting.omega,
+                        A=setting.A_array, sigma2=sigma2, rho=setting.rho)
         for xx in X
     ] if k > 1 else [te]
     te_err = float(np.sqrt((np.std(te_reps, ddof=1) / np.sqrt(k)) ** 2 + te_quad**2)) if k > 1 else float("nan")

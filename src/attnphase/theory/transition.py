@@ -21,7 +21,7 @@ from scipy.optimize import brentq
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.baseline import linear_baseline
 from attnphase.theory.results import FixedPoint
-from attnphase.theory.state_evolution import solve
+from attnphase.theory.state_evolution import solve, solve_curve
 
 
 @dataclass
@@ -135,37 +135,23 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     reasons: dict[str, str] = {}
     cache: dict[tuple[str, float], FixedPoint] = {}
 
-    def fp(branch: str, a: float, init: FixedPoint | None, retry: bool = True) -> FixedPoint:
+    def fp(branch: str, a: float, init: FixedPoint | None) -> FixedPoint:
         key = (branch, round(a, 12))
         if key not in cache:
-            p = solve(setting, a, branch, precision, init=init, seed=seed)
-            if retry and not p.valid and init is not None:
-                retry = solve(setting, a, branch, precision, init=None, seed=seed)
-                if retry.valid:
-                    p = retry
-            cache[key] = p
+            cache[key] = solve(setting, a, branch, precision, init=init, seed=seed)
         return cache[key]
 
     # Positional: continuation upward from small alpha; semantic: downward from large alpha, where it
-    # exists, so that each branch is followed to its own spinodal.
-    pos: list[FixedPoint] = []
-    prev = None
-    for a in grid:
-        p = fp("positional", a, prev if prev is not None and prev.valid else None)
-        pos.append(p)
-        prev = p
-    sem: list[FixedPoint] = []
-    prev = None
-    for a in grid[::-1]:
-        p = fp("semantic", a, prev if prev is not None and prev.valid else None)
-        sem.append(p)
-        prev = p
-    sem = sem[::-1]
+    # exists, so that each branch is followed to its own spinodal (solve_curve does both).
+    pos = solve_curve(setting, grid, "positional", precision, seed=seed)
+    sem = solve_curve(setting, grid, "semantic", precision, seed=seed)
+    for p in pos + sem:
+        cache[(p.branch, round(p.alpha, 12))] = p
 
     def exists(branch: str, curve: list[FixedPoint]) -> Callable[[float], bool]:
         # Near a spinodal only continuation from the nearest existing point can find the branch; a
         # restart from the study's starting point would just flow elsewhere (slowly: critical slowing).
-        return lambda a: fp(branch, a, _nearest_valid(curve, a), retry=False).valid
+        return lambda a: fp(branch, a, _nearest_valid(curve, a)).valid
 
     # Spinodals.
     sem_ok = np.array([p.valid for p in sem])
@@ -202,9 +188,8 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     def near(branch: str, a: float) -> FixedPoint:
         """Solve at a by continuation from the nearest already-solved valid points of the branch."""
         known = sorted((p for (b, _), p in cache.items() if b == branch and p.valid), key=lambda p: abs(p.alpha - a))
-        p = None
         for init in known[:2] or [None]:
-            p = fp(branch, a, init, retry=False) if (branch, round(a, 12)) not in cache else cache[(branch, round(a, 12))]
+            p = fp(branch, a, init)
             if p.valid:
                 return p
             cache.pop((branch, round(a, 12)), None)
