@@ -1,14 +1,22 @@
-"""The problem: a validated, immutable description of the attention model (MODEL.md sections 1-2).
+"""The problem: a validated, immutable description of the attention model (docs/model.md).
 
 Every number attnphase prints is computed for a :class:`Setting`.  The defaults are the study's
-(sigma = 0.5, lambda = 0.01, A = [[0.6, 0.4], [0.4, 0.6]], omega = 0.3, L = 2, r = r* = 1,
-p_1 = -p_2 = 1/sqrt(d)).
+(sigma = 0.5, lambda = 0.01, A = [[0.6, 0.4], [0.4, 0.6]], omega = 0.3, L = 2, r = r* = 1, antipodal
+positional encodings p_1 = -p_2 = (1, ..., 1)/sqrt(d)).
+
+General settings: L >= 2 tokens, student rank r, teacher rank r*, any row-stochastic L x L matrix A, and
+positional encodings given by their Gram matrix G_lk = p_l . p_k (presets ``antipodal`` (L = 2 only),
+``orthogonal`` (G = I), ``simplex`` (unit norms, zero mean), or a user-given positive semi-definite matrix).
+
+Numbers must be numbers: a string or a bool where a number is expected is a TypeError (one rule for the
+whole API); values out of range are a ValueError naming the parameter.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,115 +24,233 @@ import numpy as np
 
 STUDY_A = ((0.6, 0.4), (0.4, 0.6))
 APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
+POSITION_PRESETS = ("antipodal", "orthogonal", "simplex")
+# A = (1 - a) I + (a / L) 1 1^T with a = 0.8 gives the study's A at L = 2: the default family for L > 2.
+DEFAULT_MIX = 0.8
 
 
-def _finite(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+def check_number(name: str, value: Any) -> float:
+    """A finite real number (int, float or numpy scalar; not bool, not str), as a float."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    x = float(value)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return x
 
 
+def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """An integer (int or numpy integer; not bool, not float, not str), optionally >= minimum."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+# Kept for callers of the first version.
+_finite = check_number
+
+
 def check_alpha(alpha: Any) -> float:
     """Validate a sample complexity alpha = n/d (finite, > 0)."""
-    a = _finite("alpha", alpha)
+    a = check_number("alpha", alpha)
     if a <= 0:
         raise ValueError(f"alpha must be > 0, got {a:g}")
     return a
 
 
-def parse_matrix(text: str) -> tuple[tuple[float, ...], ...]:
-    """Parse "a11,a12;a21,a22" into a tuple of rows (no validation of stochasticity here)."""
+def parse_matrix(text: str, name: str = "A") -> tuple[tuple[float, ...], ...]:
+    """Parse "a11,a12;a21,a22" into a tuple of rows (no validation of the values here)."""
     rows = [r for r in str(text).strip().split(";")]
     try:
         out = tuple(tuple(float(v) for v in row.split(",")) for row in rows)
     except ValueError:
-        raise ValueError(f"A must look like 'a11,a12;a21,a22', got {text!r}") from None
+        raise ValueError(f"{name} must look like 'a11,a12;a21,a22', got {text!r}") from None
     return out
+
+
+def mixing_A(L: int, a: float = DEFAULT_MIX) -> tuple[tuple[float, ...], ...]:
+    """A = (1 - a) I + (a / L) 1 1^T: row-stochastic; a = 0.8 gives the study's A at L = 2."""
+    L = check_int("L", L, 2)
+    a = check_number("a", a)
+    if not 0.0 <= a <= 1.0:
+        raise ValueError(f"a must lie in [0, 1], got {a:g}")
+    M = (1.0 - a) * np.eye(L) + (a / L) * np.ones((L, L))
+    return tuple(tuple(float(v) for v in row) for row in M)
+
+
+def gram_preset(name: str, L: int) -> np.ndarray:
+    """Gram matrix of a named positional code for L tokens."""
+    if name == "antipodal":
+        if L != 2:
+            raise ValueError(f"positions 'antipodal' exist for L = 2 only (got L = {L}); use 'simplex' or 'orthogonal'")
+        return np.array([[1.0, -1.0], [-1.0, 1.0]])
+    if name == "orthogonal":
+        return np.eye(L)
+    if name == "simplex":
+        # Unit norms, p_1 + ... + p_L = 0 (the regular simplex); equals 'antipodal' at L = 2.
+        return (L / (L - 1.0)) * (np.eye(L) - np.ones((L, L)) / L)
+    raise ValueError(f"positions must be one of {', '.join(POSITION_PRESETS)} or an L x L matrix, got {name!r}")
+
+
+def _as_matrix(name: str, value: Any) -> np.ndarray:
+    if isinstance(value, str):
+        value = parse_matrix(value, name)
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        try:
+            rows = [list(r) for r in value]
+        except TypeError:
+            raise TypeError(f"{name} must be a matrix (rows of numbers), got {value!r}") from None
+        for row in rows:
+            for v in row:
+                check_number(name, v)
+        try:
+            arr = np.array(rows, dtype=float)
+        except ValueError:
+            raise ValueError(f"{name} must be a square matrix with rows of equal length, got {value!r}") from None
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    arr = np.array(arr, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite numbers")
+    return arr
+
+
+def _frozen(arr: np.ndarray) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(float(v) for v in row) for row in arr)
 
 
 @dataclass(frozen=True)
 class Setting:
     """The model's parameters.  Immutable; build variants with :meth:`replace`.
 
-    omega : weight of the positional part of the target attention, in [0, 1].
-    sigma : token standard deviation (x_l ~ N(0, sigma^2 I_d)), > 0.
-    lam   : ridge penalty lambda >= 0 on Q (the risk is a sum over samples).
-    A     : fixed row-stochastic L x L positional attention matrix.
+    omega     : weight of the positional part of the target attention, in [0, 1].
+    sigma     : token standard deviation (x_l ~ N(0, sigma^2 I_d)), > 0.
+    lam       : ridge penalty lambda >= 0 on Q (the risk is a sum over samples).
+    A         : fixed row-stochastic L x L positional attention matrix (default: the study's for L = 2,
+                ``mixing_A(L)`` otherwise).
+    r, r_star : ranks of the student Q (d x r) and of the teacher Q* (d x r*).
+    positions : Gram matrix of the positional encodings: 'antipodal' (L = 2), 'orthogonal', 'simplex', or
+                an L x L positive semi-definite matrix (nested lists, array or "g11,g12;g21,g22").
+                Default: 'antipodal' for L = 2, 'simplex' otherwise.
+    L         : number of tokens; optional when A is given (then it must agree with A).
     """
 
     omega: float = 0.3
     sigma: float = 0.5
     lam: float = 0.01
-    A: tuple[tuple[float, ...], ...] = STUDY_A
+    A: Any = None
     r: int = 1
     r_star: int = 1
+    positions: Any = None
+    L: Any = None
     _A_array: np.ndarray = field(init=False, repr=False, compare=False, hash=False)
+    _G_array: np.ndarray = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        omega = _finite("omega", self.omega)
+        omega = check_number("omega", self.omega)
         if not 0.0 <= omega <= 1.0:
             raise ValueError(f"omega must lie in [0, 1], got {omega:g}")
-        sigma = _finite("sigma", self.sigma)
+        sigma = check_number("sigma", self.sigma)
         if sigma <= 0:
             raise ValueError(f"sigma must be > 0, got {sigma:g}")
-        lam = _finite("lam", self.lam)
+        lam = check_number("lam", self.lam)
         if lam < 0:
             raise ValueError(f"lambda must be >= 0, got {lam:g}")
-        A = self.A
-        if isinstance(A, str):
-            A = parse_matrix(A)
-        try:
-            arr = np.array(A, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"A must be a square matrix of numbers, got {self.A!r}") from None
-        if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
+        r = check_int("r", self.r, 1)
+        r_star = check_int("r_star", self.r_star, 1)
+        L = None if self.L is None else check_int("L", self.L, 2)
+        if self.A is None:
+            arr = np.array(STUDY_A if L in (None, 2) else mixing_A(L))
+        else:
+            arr = _as_matrix("A", self.A)
+        if arr.shape[0] < 2:
             raise ValueError(f"A must be a square L x L matrix with L >= 2, got shape {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("A must contain only finite numbers")
+        if L is not None and arr.shape[0] != L:
+            raise ValueError(f"A is {arr.shape[0]} x {arr.shape[0]} but L = {L}")
+        L = arr.shape[0]
         if np.any(arr < 0):
             raise ValueError("A must have non-negative entries")
         if not np.allclose(arr.sum(axis=1), 1.0, atol=1e-9):
             raise ValueError(f"A must be row-stochastic (rows sum to 1), row sums are {arr.sum(axis=1).tolist()}")
-        for name in ("r", "r_star"):
-            v = getattr(self, name)
-            if not isinstance(v, int | np.integer) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        pos = self.positions
+        if pos is None:
+            pos = "antipodal" if L == 2 else "simplex"
+        if isinstance(pos, str) and not any(c.isdigit() for c in pos):
+            G = gram_preset(pos.strip().lower(), L)
+            pos = pos.strip().lower()
+        else:
+            G = _as_matrix("positions", pos)
+            if G.shape[0] != L:
+                raise ValueError(f"positions (Gram matrix) is {G.shape[0]} x {G.shape[0]} but L = {L}")
+            if not np.allclose(G, G.T, atol=1e-10):
+                raise ValueError("positions (Gram matrix) must be symmetric")
+            if np.linalg.eigvalsh(G).min() < -1e-10 * max(1.0, float(np.abs(G).max())):
+                raise ValueError("positions (Gram matrix) must be positive semi-definite")
+            pos = _frozen(G)
         object.__setattr__(self, "omega", omega)
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "lam", lam)
-        object.__setattr__(self, "A", tuple(tuple(float(v) for v in row) for row in arr))
+        object.__setattr__(self, "r", r)
+        object.__setattr__(self, "r_star", r_star)
+        object.__setattr__(self, "L", L)
+        object.__setattr__(self, "A", _frozen(arr))
+        object.__setattr__(self, "positions", pos)
+        arr = np.array(arr, dtype=float)
         arr.setflags(write=False)
+        G = np.array(G, dtype=float)
+        G.setflags(write=False)
         object.__setattr__(self, "_A_array", arr)
-
-    @property
-    def L(self) -> int:
-        """Number of tokens."""
-        return len(self.A)
+        object.__setattr__(self, "_G_array", G)
 
     @property
     def A_array(self) -> np.ndarray:
         return self._A_array
 
     @property
+    def gram(self) -> np.ndarray:
+        """Gram matrix G_lk = p_l . p_k of the positional encodings (L x L, read-only)."""
+        return self._G_array
+
+    @property
     def rho(self) -> float:
-        """Teacher self-overlap rho = sigma^2 Q*^T Q* / d -> sigma^2 (r* = 1)."""
+        """Teacher self-overlap per rank direction: rho = sigma^2 Q*^T Q* / d -> sigma^2 I_{r*}."""
         return self.sigma**2
 
     @property
-    def gram(self) -> np.ndarray:
-        """Gram matrix G_lk = p_l . p_k of the positional encodings (study: p_1 = -p_2, unit norm)."""
-        if self.L != 2:
-            raise ValueError("only L = 2 (antipodal positional encodings) is implemented")
-        return np.array([[1.0, -1.0], [-1.0, 1.0]])
+    def rho_matrix(self) -> np.ndarray:
+        """rho as the r* x r* matrix sigma^2 I."""
+        return self.sigma**2 * np.eye(self.r_star)
+
+    @property
+    def is_study_geometry(self) -> bool:
+        """L = 2, r = r* = 1 and antipodal positions: the case with the compiled two-dimensional fast path."""
+        return self.L == 2 and self.r == 1 and self.r_star == 1 and np.allclose(self.gram, gram_preset("antipodal", 2))
+
+    @property
+    def positions_label(self) -> str:
+        """The preset's name, or 'custom' for a user-given Gram matrix."""
+        return self.positions if isinstance(self.positions, str) else "custom"
 
     def replace(self, **changes: Any) -> Setting:
+        if "A" in changes and "L" not in changes:
+            changes["L"] = None
+        if "L" in changes and "A" not in changes:
+            changes["A"] = None if changes["L"] != self.L else self.A
+        if ("L" in changes or "A" in changes) and "positions" not in changes and isinstance(self.positions, tuple):
+            changes["positions"] = None
+        if ("L" in changes or "A" in changes) and "positions" not in changes and self.positions == "antipodal":
+            changes["positions"] = None
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description; the study's setting keeps its first-version keys, plus L and positions."""
         return {
             "omega": self.omega,
             "sigma": self.sigma,
@@ -132,13 +258,28 @@ class Setting:
             "A": [list(r) for r in self.A],
             "r": self.r,
             "r_star": self.r_star,
+            "L": self.L,
+            "positions": self.positions if isinstance(self.positions, str) else [list(r) for r in self.positions],
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Setting:
+        """Inverse of :meth:`to_dict` (keys missing from first-version records take the study's values)."""
+        pos = d.get("positions")
+        if isinstance(pos, list):
+            pos = tuple(tuple(r) for r in pos)
+        A = d.get("A")
+        if isinstance(A, list):
+            A = tuple(tuple(r) for r in A)
+        return cls(omega=d.get("omega", 0.3), sigma=d.get("sigma", 0.5), lam=d.get("lam", 0.01), A=A,
+                   r=d.get("r", 1), r_star=d.get("r_star", 1), positions=pos, L=d.get("L"))
+
     def require_study_geometry(self) -> None:
-        """The asymptotic solver implements L = 2, r = r* = 1 (MODEL.md section 3)."""
-        if self.L != 2 or self.r != 1 or self.r_star != 1:
+        """For code paths that exist only for L = 2, r = r* = 1, antipodal positions."""
+        if not self.is_study_geometry:
             raise ValueError(
-                f"the theory engine implements L = 2, r = r* = 1; got L = {self.L}, r = {self.r}, r* = {self.r_star}"
+                f"this path implements L = 2, r = r* = 1, antipodal positions; got L = {self.L}, r = {self.r}, "
+                f"r* = {self.r_star}, positions {self.positions_label}"
             )
 
 
