@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,13 +16,17 @@ from hypothesis import strategies as st
 
 from attnphase.cli.common import parse_spec
 from attnphase.store import (
+    APPLICATION_ID,
     KEY_FIELDS,
+    SCHEMA_VERSION,
     ResultStore,
+    TheoryKey,
     aggregate,
     canon_float,
     canon_matrix,
     canon_options,
     canonical_key,
+    check_store_file,
     load_results,
 )
 
@@ -154,23 +161,174 @@ def test_failures_table(tmp_path):
         assert len(store) == 0 and store.done_keys() == set()  # a failure is not a result
 
 
-def test_load_results_missing_or_foreign_file(tmp_path):
+def test_load_results_missing_or_junk_file(tmp_path):
     missing = tmp_path / "nope.sqlite"
     with pytest.raises(FileNotFoundError):
         load_results(missing)
     assert not missing.exists()  # reading must never create a store
     junk = tmp_path / "junk.sqlite"
     junk.write_text("this is not a database\n" * 100)
-    with pytest.raises(ValueError, match="not a results store"):
+    before = _sha(junk)
+    with pytest.raises(ValueError, match="not an SQLite file"):
         load_results(junk)
-    other = tmp_path / "other.sqlite"
-    con = sqlite3.connect(other)
-    con.execute("CREATE TABLE t (x)")
-    con.close()
-    with pytest.raises(ValueError, match="no results table"):
-        load_results(other)
-    with pytest.raises(ValueError, match="not a usable results store"):
+    with pytest.raises(ValueError, match="not an SQLite file"):
         ResultStore(junk)
+    assert _sha(junk) == before
+    with pytest.raises(ValueError, match="is a directory"):
+        ResultStore(tmp_path)
+
+
+# -- guarding the file -----------------------------------------------------------------------------------
+
+def _sha(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _foreign(path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    con.executemany("INSERT INTO customers (name) VALUES (?)", [(f"c{i}",) for i in range(50)])
+    con.commit()
+    con.close()
+
+
+def test_foreign_sqlite_file_is_refused_and_left_unchanged(tmp_path):
+    other = tmp_path / "other.sqlite"
+    _foreign(other)
+    before, files_before = _sha(other), sorted(p.name for p in tmp_path.iterdir())
+    for opener in (lambda: ResultStore(other), lambda: load_results(other)):
+        with pytest.raises(ValueError, match="not an attnphase results store"):
+            opener()
+    assert _sha(other) == before  # not a byte written: no tables added, no WAL switch
+    assert sorted(p.name for p in tmp_path.iterdir()) == files_before  # no -wal / -shm left beside it
+    con = sqlite3.connect(other)
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        con.close()
+
+
+def test_sqlite_file_with_another_application_id_is_refused(tmp_path):
+    other = tmp_path / "app.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("PRAGMA application_id=1234")
+    con.execute("CREATE TABLE results (x)")  # even with a table of the same name
+    con.execute("CREATE TABLE failures (x)")
+    con.commit()
+    con.close()
+    before = _sha(other)
+    with pytest.raises(ValueError, match="application_id"):
+        ResultStore(other)
+    assert _sha(other) == before
+
+
+def test_new_store_is_marked(tmp_path):
+    path = tmp_path / "s.sqlite"
+    ResultStore(path).close()
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        con.close()
+    assert check_store_file(str(path)).state == "current"
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with ResultStore(path) as store:
+        store.add(record())
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    con.close()
+    before = _sha(path)
+    for opener in (lambda: ResultStore(path), lambda: load_results(path)):
+        with pytest.raises(ValueError, match="newer"):
+            opener()
+    assert _sha(path) == before
+
+
+_V1_SCHEMA = f"""
+CREATE TABLE results (id INTEGER PRIMARY KEY, d INTEGER NOT NULL, alpha REAL NOT NULL, omega REAL NOT NULL,
+    sigma REAL NOT NULL, lam REAL NOT NULL, A TEXT NOT NULL, optimizer TEXT NOT NULL, n_test INTEGER NOT NULL,
+    init TEXT NOT NULL, seed INTEGER NOT NULL, options TEXT NOT NULL, record TEXT NOT NULL, created TEXT NOT NULL);
+CREATE UNIQUE INDEX results_key ON results ({", ".join(KEY_FIELDS)});
+CREATE TABLE failures (id INTEGER PRIMARY KEY, d INTEGER NOT NULL, alpha REAL NOT NULL, omega REAL NOT NULL,
+    sigma REAL NOT NULL, lam REAL NOT NULL, A TEXT NOT NULL, optimizer TEXT NOT NULL, n_test INTEGER NOT NULL,
+    init TEXT NOT NULL, seed INTEGER NOT NULL, options TEXT NOT NULL, error TEXT NOT NULL, created TEXT NOT NULL);
+PRAGMA user_version=1;
+"""
+
+
+def test_first_schema_store_is_read_and_migrated(tmp_path):
+    """A store written by the first schema (no application_id, no theory table) keeps its rows."""
+    path = tmp_path / "v1.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(_V1_SCHEMA)
+    key = canonical_key(record())
+    con.execute(f"INSERT INTO results ({', '.join(KEY_FIELDS)}, record, created) VALUES "
+                f"({', '.join('?' * (len(KEY_FIELDS) + 2))})", (*key, json.dumps(record(q=0.25)), "2026-01-01"))
+    con.commit()
+    con.close()
+    before = _sha(path)
+    assert load_results(path)["q"].tolist() == [0.25]  # reading does not migrate
+    assert _sha(path) == before
+    with ResultStore(path) as store:
+        assert store.done_keys() == {key}
+        assert store.put_theory(TheoryKey("fixed_point", {"omega": 0.3}, alpha=1.0), {"x": 1})
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        con.close()
+
+
+def _corrupt_middle(path: Path) -> None:
+    """Overwrite one page in the middle of the file with garbage (not the header page)."""
+    con = sqlite3.connect(path)
+    page = con.execute("PRAGMA page_size").fetchone()[0]
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    n_pages = path.stat().st_size // page
+    assert n_pages >= 4, "the test store is too small to corrupt a middle page"
+    rng = np.random.default_rng(0)
+    with open(path, "r+b") as fh:
+        fh.seek((n_pages // 2) * page)
+        fh.write(rng.integers(0, 256, size=page, dtype=np.uint8).tobytes())
+
+
+def test_damaged_store_is_refused(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with ResultStore(path) as store:
+        for seed in range(300):
+            store.add(record(seed=seed, note="x" * 200))
+    _corrupt_middle(path)
+    for opener in (lambda: ResultStore(path), lambda: load_results(path)):
+        with pytest.raises(ValueError, match="damaged"):
+            opener()
+
+
+def test_theory_results_round_trip(tmp_path):
+    path = tmp_path / "s.sqlite"
+    setting = {"omega": 0.1 + 0.2, "sigma": 0.5, "A": [[0.6, 0.4], [0.4, 0.6]]}
+    key = TheoryKey("fixed_point", setting, alpha=1.5, branch="semantic", precision="fast", seed=3)
+    with ResultStore(path) as store:
+        assert store.get_theory(key) is None
+        assert store.put_theory(key, {"q": 0.5, "errors": {"q": float("nan")}}) is True
+        assert store.put_theory(key, {"q": 9.0}) is False  # first result kept
+        same = TheoryKey("fixed_point", {**setting, "omega": 0.3}, alpha=1.5, branch="semantic",
+                         precision="fast", seed=3)
+        assert store.get_theory(same)["q"] == 0.5  # canonical floats: the same key
+        for other in (TheoryKey("fixed_point", setting, alpha=1.5, branch="semantic", precision="fast", seed=4),
+                      TheoryKey("fixed_point", setting, alpha=1.5, branch="positional", precision="fast", seed=3),
+                      TheoryKey("fixed_point", setting, alpha=1.5, branch="semantic", precision="high", seed=3),
+                      TheoryKey("transition", setting, alpha=1.5, branch="semantic", precision="fast", seed=3)):
+            assert store.get_theory(other) is None
+        assert store.theory_count() == 1
+        assert len(store) == 0  # theory results are not simulation results
+    with ResultStore(path, readonly=True) as ro:
+        assert math.isnan(ro.get_theory(key)["errors"]["q"])
 
 
 def test_empty_store_frame_has_header(tmp_path):

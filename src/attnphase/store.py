@@ -9,6 +9,15 @@ Grid-point identity (``KEY_FIELDS``): every input that changes the result -- the
 lam, A), the optimizer and its options, n_test, d, alpha, init and seed.  Floats are canonicalised to 12
 significant digits before they reach the database, so ``0.1:1:10`` typed twice (or ``0.30000000000000004``
 vs ``0.3``) hits the same key.  The full record returned by the experiment is kept verbatim as JSON.
+
+Theory results live in the same file (table ``theory``), keyed by kind, canonical setting, alpha, branch,
+precision, seed and any further parameters, so that one store is the one place a reproduction resumes from.
+
+Guarding the file: an attnphase store is marked with SQLite's ``application_id`` (:data:`APPLICATION_ID`) and
+its schema version in ``user_version``.  Opening a path checks, before a single byte is written, that it is
+an SQLite file, that it is ours (or a store of the first schema, recognised by its tables, which is then
+migrated), that its schema is not newer than this code, and that SQLite's quick integrity check passes; any
+other file is refused with one line (ValueError) and left exactly as it was.
 """
 
 from __future__ import annotations
@@ -19,14 +28,18 @@ import math
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from attnphase.setting import STUDY_A
 
-SCHEMA_VERSION = 1
+APPLICATION_ID = 0x41545048  # "ATPH": PRAGMA application_id of every attnphase store
+SCHEMA_VERSION = 2
+"""1: results + failures (no application_id); 2: marked with APPLICATION_ID, adds the theory table."""
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 KEY_FIELDS: tuple[str, ...] = (
     "d", "alpha", "omega", "sigma", "lam", "A", "optimizer", "n_test", "init", "seed", "options",
@@ -180,35 +193,146 @@ CREATE TABLE IF NOT EXISTS failures (
     error TEXT NOT NULL,
     created TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS theory (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL, setting TEXT NOT NULL, alpha REAL NOT NULL, branch TEXT NOT NULL,
+    precision TEXT NOT NULL, seed INTEGER NOT NULL, params TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS theory_key ON theory (kind, setting, alpha, branch, precision, seed, params);
 """
+
+_V1_TABLES = {"results", "failures"}
+_OUR_TABLES = {"results", "failures", "theory"}
+
+
+def _ro_uri(path: str) -> str:
+    from urllib.parse import quote
+
+    return f"file:{quote(os.path.abspath(path))}?mode=ro"
+
+
+@dataclass(frozen=True)
+class StoreCheck:
+    """What :func:`check_store_file` found: ``state`` is "new" (missing or empty file), "current" or "v1"
+    (a store of the first schema, to be migrated)."""
+
+    state: str
+    version: int
+
+
+def check_store_file(path: str) -> StoreCheck:
+    """Decide whether `path` may be used as a results store, reading only (never writes a byte).
+
+    Raises ValueError, in one line, for a directory, a file that is not SQLite, another program's SQLite
+    file, a store of a newer schema, or a damaged store (SQLite's quick_check).
+    """
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, expected a results store file")
+    if not os.path.exists(path):
+        return StoreCheck("new", 0)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the store ({exc.strerror})") from None
+    if not head:
+        return StoreCheck("new", 0)  # an empty file (e.g. from mktemp): SQLite treats it as a new database
+    if head != _SQLITE_MAGIC:
+        raise ValueError(f"{path}: not an attnphase results store (not an SQLite file)")
+    try:
+        conn = sqlite3.connect(_ro_uri(path), uri=True, timeout=60.0)
+    except sqlite3.Error as exc:
+        raise ValueError(f"{path}: cannot open the store ({exc})") from None
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if app_id == APPLICATION_ID:
+            if version > SCHEMA_VERSION:
+                raise ValueError(f"{path}: store schema version {version} is newer than this attnphase "
+                                 f"understands ({SCHEMA_VERSION}); upgrade attnphase")
+            state = "current" if version == SCHEMA_VERSION else "v1"
+        elif app_id == 0 and not tables:
+            state = "new"
+        elif app_id == 0 and _V1_TABLES <= tables <= _OUR_TABLES and version in (0, 1):
+            state = "v1"
+        else:
+            what = f"application_id {app_id:#x}" if app_id else f"tables {', '.join(sorted(tables))}"
+            raise ValueError(f"{path}: not an attnphase results store ({what}); refusing to modify it")
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path}: damaged results store ({exc}); restore it from a copy") from None
+    finally:
+        conn.close()
+    if problems != ["ok"]:
+        raise ValueError(f"{path}: damaged results store (integrity check: {problems[0]}); restore it from a copy")
+    return StoreCheck(state, version)
 
 
 @dataclass
 class ResultStore:
-    """Read/write access to a results store (created on first use).
+    """Read/write access to a results store (created on first use unless ``create`` is false).
 
-    Only one process should write (the sweep's parent); readers may open it concurrently (WAL mode).
+    The file is checked first (:func:`check_store_file`); a store of the first schema is migrated.  With
+    ``readonly`` nothing is ever written (no migration either: both schemas read the same).  Only one process
+    should write (the sweep's parent); readers may open it concurrently (WAL mode).
     """
 
     path: str
+    create: bool = True
+    readonly: bool = False
 
     def __post_init__(self) -> None:
         self.path = os.fspath(self.path)
+        if not os.path.exists(self.path):
+            if not self.create or self.readonly:
+                raise FileNotFoundError(f"no such store: {self.path}")
+            parent = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(parent):
+                raise ValueError(f"{self.path}: directory {parent} does not exist")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"{self.path}: directory {parent} is not writable")
+        elif not self.readonly and not os.access(self.path, os.W_OK):
+            raise ValueError(f"{self.path}: store file is not writable")
+        check = check_store_file(self.path)
+        if self.readonly:
+            self._conn = sqlite3.connect(_ro_uri(self.path), uri=True, timeout=60.0, isolation_level=None)
+            return
         # autocommit (isolation_level=None): each INSERT is its own transaction, committed before add()
         # returns, so a kill between points never loses or half-writes a row.
         self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA busy_timeout=60000")
-            self._conn.executescript(_SCHEMA)
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            elif version != SCHEMA_VERSION:
-                raise ValueError(f"{self.path}: store schema version {version}, expected {SCHEMA_VERSION}")
+            if check.state != "current":
+                self._initialise()
+            self._conn.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise ValueError(f"{self.path}: not a usable results store ({exc})") from None
+
+    def _initialise(self) -> None:
+        """Create the tables of a new store or migrate a first-schema one (v1 -> 2 adds the theory table),
+        in one transaction so that two sweeps starting together cannot half-create it."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in _SCHEMA.split(";"):
+                if stmt.strip():
+                    self._conn.execute(stmt)
+            self._conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        # A page damaged after the check at open time must fail loudly: unreadable rows are never "done".
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{self.path}: damaged results store ({exc}); restore it from a copy") from None
 
     # -- writing ---------------------------------------------------------------------------------------
     def add(self, record: Mapping[str, Any], key: Key | None = None) -> bool:
@@ -237,17 +361,15 @@ class ResultStore:
     # -- reading ---------------------------------------------------------------------------------------
     def done_keys(self) -> set[Key]:
         """Canonical keys of all stored results (compare with :func:`canonical_key`)."""
-        rows = self._conn.execute(f"SELECT {', '.join(KEY_FIELDS)} FROM results").fetchall()
+        rows = self._read(f"SELECT {', '.join(KEY_FIELDS)} FROM results")
         return {tuple(r) for r in rows}
 
     def __len__(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        return int(self._read("SELECT COUNT(*) FROM results")[0][0])
 
     def to_frame(self) -> pd.DataFrame:
         """All results, one row per grid point, columns ``EXPORT_COLUMNS`` first then any extra keys."""
-        rows = self._conn.execute(
-            f"SELECT {', '.join(KEY_FIELDS)}, record, created FROM results ORDER BY id"
-        ).fetchall()
+        rows = self._read(f"SELECT {', '.join(KEY_FIELDS)}, record, created FROM results ORDER BY id")
         out = []
         for row in rows:
             rec = json.loads(row[len(KEY_FIELDS)])
@@ -260,10 +382,33 @@ class ResultStore:
 
     def failures(self) -> pd.DataFrame:
         """The failure log (one row per failed attempt)."""
-        rows = self._conn.execute(
-            f"SELECT {', '.join(KEY_FIELDS)}, error, created FROM failures ORDER BY id"
-        ).fetchall()
+        rows = self._read(f"SELECT {', '.join(KEY_FIELDS)}, error, created FROM failures ORDER BY id")
         return pd.DataFrame(rows, columns=[*KEY_FIELDS, "error", "created"])
+
+    # -- theory results --------------------------------------------------------------------------------
+    def put_theory(self, key: TheoryKey, value: Any) -> bool:
+        """Store one theory result (any JSON-serialisable value); False if the key is already present."""
+        cur = self._conn.execute(
+            "INSERT OR IGNORE INTO theory (kind, setting, alpha, branch, precision, seed, params, value, created) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*key.row(), json.dumps(value, default=_json_default, allow_nan=True), _now()),
+        )
+        return cur.rowcount == 1
+
+    def get_theory(self, key: TheoryKey) -> Any | None:
+        """The stored value for `key`, or None."""
+        if not self._has_theory_table():
+            return None  # a first-schema store opened read-only
+        rows = self._read(
+            "SELECT value FROM theory WHERE kind = ? AND setting = ? AND alpha = ? AND branch = ? "
+            "AND precision = ? AND seed = ? AND params = ?", key.row())
+        return json.loads(rows[0][0]) if rows else None
+
+    def theory_count(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM theory")[0][0]) if self._has_theory_table() else 0
+
+    def _has_theory_table(self) -> bool:
+        return bool(self._read("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'theory'"))
 
     def close(self) -> None:
         self._conn.close()
@@ -273,6 +418,33 @@ class ResultStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "tolist"):  # numpy scalars and arrays from the theory's results
+        return v.tolist()
+    if hasattr(v, "value") and isinstance(getattr(v, "value"), str | int):  # an Enum (e.g. a status)
+        return v.value
+    raise TypeError(f"cannot store a {type(v).__name__}")
+
+
+@dataclass(frozen=True)
+class TheoryKey:
+    """Identity of a theory result: what was computed (kind: "fixed_point", "transition", ...), for which
+    setting, alpha, branch, precision and seed, with any further parameters (e.g. the continuation path of a
+    curve, a transition's grid).  Floats are canonical, so the same computation always has the same key."""
+
+    kind: str
+    setting: Mapping[str, Any]
+    alpha: float = 0.0
+    branch: str = ""
+    precision: str = "default"
+    seed: int = 0
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def row(self) -> tuple[Any, ...]:
+        return (str(self.kind), canon_options(dict(self.setting)), canon_float(self.alpha, "alpha"),
+                str(self.branch), str(self.precision), _canon_int(self.seed, "seed"), canon_options(self.params))
 
 
 def _ordered_frame(rows: list[dict[str, Any]], preferred: Iterable[str]) -> pd.DataFrame:
@@ -300,19 +472,13 @@ def load_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     not a results store.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, expected a results store file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such store: {path}")
-    try:
-        conn = sqlite3.connect(path, timeout=60.0)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise ValueError(f"{path}: not a results store ({exc})") from None
-    if "results" not in tables:
-        raise ValueError(f"{path}: not a results store (no results table)")
-    with ResultStore(path) as store:
+    if check_store_file(path).state == "new":
+        raise ValueError(f"{path}: not an attnphase results store (empty)")
+    with ResultStore(path, create=False, readonly=True) as store:
         return store.to_frame()
 
 

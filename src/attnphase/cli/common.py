@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -18,6 +19,148 @@ from attnphase.setting import Setting
 
 class CLIError(ValueError):
     """A user error: printed as one line, exit code 2."""
+
+
+# ------------------------------------------------------------------------------------------ numeric options
+# One validator per kind of option.  Each is an argparse `type`, so a bad value is refused while the command
+# line is parsed (one line, exit code 2), before any work starts, with the same rule in every subcommand.
+
+
+def _number(text: str, kind: type) -> float | int:
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (workers, grid sizes, dimensions, sample counts, steps)."""
+    value = int(_number(text, int))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer >= 0 (seeds)."""
+    value = int(_number(text, int))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (tolerances, learning rates, alpha bounds)."""
+    value = float(_number(text, float))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (gradient tolerances)."""
+    value = float(_number(text, float))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+# Options whose meaning is the same in every subcommand, checked once more after parsing whatever `type` a
+# subcommand gave them: `--workers 0` is refused by every command, not only by those that remember to.
+_RULES: dict[str, tuple[str, Any]] = {
+    "workers": ("an integer >= 1", lambda v: isinstance(v, int) and v >= 1),
+    "xtol": ("a finite number > 0", lambda v: math.isfinite(v) and v > 0),
+    "n_grid": ("an integer >= 2", lambda v: isinstance(v, int) and v >= 2),
+    "alpha_min": ("a finite number > 0", lambda v: math.isfinite(v) and v > 0),
+    "alpha_max": ("a finite number > 0", lambda v: math.isfinite(v) and v > 0),
+    "n_test": ("an integer >= 1", lambda v: isinstance(v, int) and v >= 1),
+    "steps": ("an integer >= 1", lambda v: isinstance(v, int) and v >= 1),
+    "lr": ("a finite number > 0", lambda v: math.isfinite(v) and v > 0),
+    "gtol": ("a finite number >= 0", lambda v: math.isfinite(v) and v >= 0),
+    "seed": ("an integer >= 0", lambda v: isinstance(v, int) and v >= 0),
+    "d": ("an integer >= 1", lambda v: isinstance(v, int) and v >= 1),
+}
+
+
+def check_common_options(args: argparse.Namespace) -> None:
+    """Apply the shared rules of ``_RULES`` to every parsed numeric option (strings are SPECs, parsed later)."""
+    for dest, (rule, ok) in _RULES.items():
+        value = getattr(args, dest, None)
+        if value is None or isinstance(value, str | bool) or not isinstance(value, int | float):
+            continue
+        if not ok(value):
+            raise CLIError(f"--{dest.replace('_', '-')} must be {rule}, got {value!r}")
+    if getattr(args, "alpha_min", None) is not None and getattr(args, "alpha_max", None) is not None:
+        if not isinstance(args.alpha_min, str) and args.alpha_min >= args.alpha_max:
+            raise CLIError(f"--alpha-min ({args.alpha_min:g}) must be below --alpha-max ({args.alpha_max:g})")
+
+
+# ----------------------------------------------------------------------------------------------- paths
+
+
+def check_output_file(path: str, option: str) -> None:
+    """A file the command will write: not a directory, in an existing, writable directory."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        raise CLIError(f"{option} {path}: is a directory, expected a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise CLIError(f"{option} {path}: directory {parent} does not exist")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise CLIError(f"{option} {path}: file is not writable")
+    if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+        raise CLIError(f"{option} {path}: directory {parent} is not writable")
+
+
+def check_output_dir(path: str, option: str) -> None:
+    """A directory the command will create (with parents) or write into."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CLIError(f"{option} {path}: is a file, expected a directory")
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):  # the nearest existing ancestor must let us create the rest
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise CLIError(f"{option} {path}: {probe} is a file, cannot create a directory under it")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise CLIError(f"{option} {path}: {probe} is not writable")
+
+
+def check_input_file(path: str, option: str) -> None:
+    """A file the command reads (a results store given to plot or export)."""
+    if os.path.isdir(path):
+        raise CLIError(f"{option} {path}: is a directory, expected a file")
+    if not os.path.isfile(path):
+        raise CLIError(f"{option} {path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise CLIError(f"{option} {path}: file is not readable")
+
+
+# ------------------------------------------------------------------------------------------------ extras
+
+# The optional dependencies (pyproject extras) and the module that shows each is installed.
+EXTRA_MODULES = {"experiments": "torch", "dask": "distributed", "docs": "mkdocs"}
+MISSING_EXTRA_HINT = "{what} needs the '{extra}' extra: pip install 'attnphase[{extra}]'"
+
+
+def require_extra(extra: str, what: str) -> None:
+    """Refuse, in one line, a command whose optional dependencies are not installed (checked before work)."""
+    import importlib.util
+
+    module = EXTRA_MODULES[extra]
+    if importlib.util.find_spec(module) is None:
+        raise CLIError(MISSING_EXTRA_HINT.format(what=what, extra=extra))
+
+
+def extra_for_module(name: str | None) -> str | None:
+    """The extra that provides a missing top-level module, if it is one of ours."""
+    top = (name or "").split(".")[0]
+    aliases = {"torch": "experiments", "dask": "dask", "distributed": "dask", "mkdocs": "docs",
+               "mkdocstrings": "docs"}
+    return aliases.get(top)
 
 
 def parse_spec(spec: str, name: str = "value") -> list[float]:
