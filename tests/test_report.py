@@ -1,5 +1,5 @@
-"""The one-command reproduction: serialisation of cached theory, resume, report contents, CLI, and the real
-quick run end to end (slow)."""
+"""The one-command reproduction: serialisation of stored theory, resume from the store, report contents, the
+figures' artists, CLI, and the real quick run end to end (slow)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_plots import LINEAR, synthetic_curves
-from test_sweep import fake_task
+from conftest import LINEAR, fake_task, synthetic_curves
 
-from attnphase import report
+from attnphase import plots
+from attnphase import reproduce as report
 from attnphase.cli import main
+from attnphase.reproduce import theory_jobs
 from attnphase.setting import Setting
+from attnphase.store import ResultStore
 from attnphase.theory.results import FixedPoint
 
 
@@ -102,41 +104,69 @@ def test_transition_record_round_trip() -> None:
     assert "alpha_l" in row["note"]
 
 
-def test_plans_match_the_brief() -> None:
-    quick, full = report.plan_for(True), report.plan_for(False)
-    assert quick.precision == "fast" and quick.sim_d == 100 and quick.optimizer == "lbfgs"
-    assert len(quick.pd_omegas) == 6 and max(quick.pd_omegas) <= 0.45
-    assert full.sim_d == 1000 and full.optimizer == "gd" and full.sim_seeds == (0, 1, 2, 3, 4)
-    assert len(full.sim_alphas) == 25 and full.sim_alphas[0] == 0.01 and full.sim_alphas[-1] == 2.0
-    assert min(full.pd_omegas) == 0.02 and max(full.pd_omegas) == 0.5
-    assert full.fs_ds[0] == 100 and full.fs_ds[-1] == 1000
+def _capture_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Record every figure the plotting module saves, by file stem, to inspect what was drawn."""
+    figures: dict[str, Any] = {}
+    save = plots.save_figure
+
+    def recording(fig: Any, out: Any) -> list[Path]:
+        figures[Path(out).name.split(".")[0]] = fig
+        return save(fig, out)
+
+    monkeypatch.setattr(plots, "save_figure", recording)
+    return figures
+
+
+def _lines(fig: Any, label: str) -> list[Any]:
+    return [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_label() == label]
 
 
 def test_reproduce_pipeline_and_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeTheory()
     _install(monkeypatch, fake)
+    figures = _capture_figures(monkeypatch)
     out = tmp_path / "rep"
-    path = report.reproduce(out, plan=_tiny_plan(), task=fake_task, progress=False)
+    plan = _tiny_plan()
+    path = report.reproduce(out, plan=plan, task=fake_task, progress=False)
     assert path == out / "report.md"
     text = path.read_text()
+    assert set(figures) == set(report.FIGURES.values())
     for stem in report.FIGURES.values():
-        for suffix in (".png", ".pdf"):
-            f = out / (stem + suffix)
-            assert f.is_file() and f.stat().st_size > 1000, f
+        assert (out / f"{stem}.png").is_file() and (out / f"{stem}.pdf").is_file()
         assert f"]({stem}.png)" in text  # embedded in the report
+
+    # Figure (a): the alpha_c line sits at the computed transition, and every theory point drawn is a valid
+    # point of its branch (the collapsed semantic point is left out) with its own test error.
+    fig_a = figures[report.FIGURES["test_error"]]
+    (vline,) = _lines(fig_a, r"$\alpha_c$")
+    assert np.allclose(vline.get_xdata(), 0.2 + 2.5 * 0.3)
+    curves = synthetic_curves(np.asarray(plan.curve_alphas))
+    for branch in ("positional", "semantic"):
+        (line,) = _lines(fig_a, f"theory, {branch}")
+        valid = [p for p in curves[branch] if p.valid and p.alpha in plan.curve_alphas]
+        assert np.allclose(line.get_xdata(), [p.alpha for p in valid])
+        assert np.allclose(line.get_ydata(), [p.test_error for p in valid])
+    # Figure (b): alpha_c again, at the same place.
+    (vline_b,) = _lines(figures[report.FIGURES["loss_difference"]], r"$\alpha_c$")
+    assert np.allclose(vline_b.get_xdata(), vline.get_xdata())
+
     for needle in ("## Setting", "## Phase diagram", "| 0.1 |", "| 0.3 |", "## Simulations", "alpha scan",
                    "finite size", "lbfgs", "## Theory points flagged", "semantic: ", "## Timing",
                    "test error of the global minimum stays above the linear baseline"):
         assert needle in text, needle
     # alpha_c at omega = 0.3 with its bracket
     assert "0.95 [0.9, 1]" in text
-    assert (out / "results.sqlite").is_file() and (out / report.CACHE_NAME).is_file()
+    assert "MODEL.md" not in text and "../shared" not in text
+    # One store: the theory went into results.sqlite, no JSON cache beside it.
+    assert (out / "results.sqlite").is_file() and not (out / "theory_cache.json").exists()
+    with ResultStore(out / "results.sqlite", readonly=True) as store:
+        assert store.theory_count() > 0
     first = dict(fake.calls)
     assert first == {"solve_curve": 2, "transition": 2, "solve": 2, "linear_baseline": 1}
 
     # Rerun: nothing is recomputed or re-simulated.
     def boom(*a: Any, **k: Any) -> None:
-        raise AssertionError("recomputed a cached result")
+        raise AssertionError("recomputed a stored result")
 
     fake2 = FakeTheory()
     for name in ("solve", "solve_curve", "transition", "linear_baseline"):
@@ -148,6 +178,22 @@ def test_reproduce_pipeline_and_resume(tmp_path: Path, monkeypatch: pytest.Monke
     assert "produced by 2 runs" in text2
     runs = json.loads((out / report.RUNS_NAME).read_text())
     assert [r["simulations_ran"] for r in runs] == [12, 0] and runs[1]["theory_computed"] == 0
+
+
+def test_reproduce_refuses_a_foreign_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    fake = FakeTheory()
+    _install(monkeypatch, fake)
+    out = tmp_path / "rep"
+    out.mkdir()
+    con = sqlite3.connect(out / "results.sqlite")
+    con.execute("CREATE TABLE mine (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match="not an attnphase results store"):
+        report.reproduce(out, plan=_tiny_plan(), task=fake_task, progress=False)
+    assert fake.calls == {}  # refused before anything was computed
 
 
 def test_reproduce_changed_plan_recomputes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +229,7 @@ def test_reproduce_quick_end_to_end(tmp_path: Path) -> None:
     assert "## Phase diagram" in text and "## Simulations" in text
     for stem in report.FIGURES.values():
         for suffix in (".png", ".pdf"):
-            assert (out / (stem + suffix)).stat().st_size > 1000
+            assert (out / (stem + suffix)).is_file()
     # resume: a rerun reuses everything and is much faster
     t0 = time.perf_counter()
     assert main(["reproduce", "--out", str(out), "--quick", "--no-progress", "--workers", "2"]) == 0
@@ -191,11 +237,38 @@ def test_reproduce_quick_end_to_end(tmp_path: Path) -> None:
     assert "0 computed" in (out / "report.md").read_text()
 
 
-def test_theory_jobs_in_parallel_processes_are_cached(tmp_path: Path) -> None:
-    cache = report.TheoryCache(tmp_path / "c.json")
-    jobs = [report._Job(f"k{i}", f"job {i}", math.sqrt, (float(i),), float, float, cost=i) for i in range(4)]
-    res = report._run_jobs(jobs, cache, workers=2, progress=False)
-    assert res == {f"k{i}": math.sqrt(i) for i in range(4)}
-    again = report.TheoryCache(tmp_path / "c.json")
-    assert report._run_jobs(jobs, again, workers=2, progress=False) == res
-    assert (again.hits, again.misses) == (4, 0)
+def test_theory_jobs_in_parallel_processes_are_stored(tmp_path: Path) -> None:
+    store: dict[str, float] = {}
+
+    def job(i: int) -> theory_jobs.Job:
+        return theory_jobs.Job(f"k{i}", f"job {i}", math.sqrt, (float(i),), lambda c, i=i: store.get(f"k{i}"),
+                               lambda c, v, i=i: store.__setitem__(f"k{i}", v), cost=i)
+
+    jobs = [job(i) for i in range(4)]
+    with ResultStore(tmp_path / "s.sqlite") as rs:
+        cache = theory_jobs.TheoryCache(rs)
+        res = theory_jobs.run_jobs(jobs, cache, workers=2, progress=False)
+        assert res == {f"k{i}": math.sqrt(i) for i in range(4)} and store == res
+        again = theory_jobs.TheoryCache(rs)
+        assert theory_jobs.run_jobs(jobs, again, workers=2, progress=False) == res
+        assert (again.hits, again.misses) == (4, 0)
+
+
+def test_fixed_points_and_transitions_round_trip_through_the_store(tmp_path: Path) -> None:
+    s = Setting(omega=0.3)
+    curve = synthetic_curves(np.array([0.5, 1.0, 1.5]))["positional"]
+    tr = report.TransitionRecord.from_result(FakeTheory().transition(s, n_grid=4))
+    with ResultStore(tmp_path / "s.sqlite") as rs:
+        cache = theory_jobs.TheoryCache(rs)
+        assert cache.get_curve(s, (0.5, 1.0, 1.5), "positional", "fast") is None
+        cache.put_curve(s, (0.5, 1.0, 1.5), "positional", "fast", curve)
+        cache.put_transition(s, "fast", tr, n_grid=4)
+    with ResultStore(tmp_path / "s.sqlite") as rs:
+        cache = theory_jobs.TheoryCache(rs)
+        back = cache.get_curve(s, (0.5, 1.0, 1.5), "positional", "fast")
+        assert [p.m for p in back] == [p.m for p in curve] and [p.status for p in back] == [p.status for p in curve]
+        assert cache.get_curve(s, (0.5, 1.0), "positional", "fast") is None  # another continuation path
+        assert cache.get_curve(s, (0.5, 1.0, 1.5), "positional", "default") is None
+        assert cache.get_curve(s.replace(omega=0.2), (0.5, 1.0, 1.5), "positional", "fast") is None
+        assert cache.get_transition(s, "fast", n_grid=4).alpha_c == pytest.approx(tr.alpha_c)
+        assert cache.get_transition(s, "fast", n_grid=5) is None

@@ -1,8 +1,5 @@
 """The sweep engine and its CLI: resume, crash safety (SIGKILL), failures, local processes, Dask, export.
-
-The tasks below are module-level so that spawned worker processes, Dask workers and the CLI's hidden
---task option (test_sweep:slow_task with tests/ on PYTHONPATH) can import them by name.
-"""
+The tasks (fake, slow, flaky) live in conftest.py, importable by name from worker processes."""
 
 from __future__ import annotations
 
@@ -16,37 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TESTS_DIR, fake_task, flaky_task
 
 from attnphase.cli import main
 from attnphase.store import KEY_FIELDS, ResultStore, load_results
-from attnphase.sweep import Grid, GridPoint, SweepSummary, run_sweep
-
-TESTS_DIR = Path(__file__).resolve().parent
-
-
-def fake_task(point: GridPoint) -> dict:
-    """Shaped like simulate(...).to_dict(); values are simple functions of the point for checking."""
-    return {
-        "d": point.d, "n": round(point.alpha * point.d), "alpha": point.alpha, "omega": point.omega,
-        "sigma": point.sigma, "lam": point.lam, "init": point.init, "optimizer": point.optimizer,
-        "seed": point.seed, "q": point.alpha * 10 + point.seed, "m": point.omega, "theta": 0.0,
-        "train_loss": 1.0 / point.d, "test_error": point.alpha + point.omega, "test_error_linear": 0.002,
-        "converged": True, "seconds": 0.0, "grad_norm": 0.0, "steps": 1, "pid": os.getpid(),
-    }
-
-
-def slow_task(point: GridPoint) -> dict:
-    piddir = os.environ.get("ATTNPHASE_TEST_PIDDIR")
-    if piddir:  # lets a test find the worker processes of a sweep it is about to kill
-        Path(piddir, str(os.getpid())).touch()
-    time.sleep(float(os.environ.get("ATTNPHASE_TEST_SLEEP", "0.15")))
-    return fake_task(point)
-
-
-def flaky_task(point: GridPoint) -> dict:
-    if point.init == "semantic" and point.alpha > 0.5:
-        raise RuntimeError(f"diverged at alpha={point.alpha}")
-    return fake_task(point)
+from attnphase.sweep import Grid, SweepSummary, run_sweep
 
 
 def small_grid(**over) -> Grid:
@@ -166,7 +137,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
     path = tmp_path / "s.sqlite"
     argv = ["sweep", "--store", str(path), "--d", "8,16", "--alphas", "0.1:1:6", "--omegas", "0.3",
             "--inits", "positional,semantic", "--seeds", "0", "--n-test", "50", "--no-progress",
-            "--task", "test_sweep:slow_task"]
+            "--task", "conftest:slow_task"]
     total = 2 * 6 * 2
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]),
                ATTNPHASE_TEST_SLEEP="0.05")
@@ -200,7 +171,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
         con.close()
     assert 4 <= n_killed < total
     # Resume through the CLI in-process; the fast task is fine, identity is the grid point.
-    rc = main([*argv[:-2], "--task", "test_sweep:fake_task"])
+    rc = main([*argv[:-2], "--task", "conftest:fake_task"])
     assert rc == 0
     con = sqlite3.connect(path)
     try:
@@ -233,7 +204,7 @@ def test_sigkill_with_worker_processes_leaves_no_orphans(tmp_path):
                ATTNPHASE_TEST_SLEEP="0.2", ATTNPHASE_TEST_PIDDIR=str(piddir))
     proc = subprocess.Popen(
         [sys.executable, "-m", "attnphase", "sweep", "--store", str(path), "--d", "8", "--alphas", "0.1:1:20",
-         "--omegas", "0.3", "--workers", "2", "--no-progress", "--task", "test_sweep:slow_task"],
+         "--omegas", "0.3", "--workers", "2", "--no-progress", "--task", "conftest:slow_task"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -275,7 +246,7 @@ def test_cli_sweep_and_export(tmp_path, capsys):
     out = tmp_path / "out.csv"
     rc = main(["sweep", "--store", str(path), "--d", "8", "--alphas", "0.5,1", "--omegas", "0.2:0.3:2",
                "--inits", "positional,semantic", "--seeds", "0:1", "--opt", "steps=3", "--opt", "lr=0.1",
-               "--task", "test_sweep:fake_task", "--no-progress"])
+               "--task", "conftest:fake_task", "--no-progress"])
     assert rc == 0
     err = capsys.readouterr().err
     assert "16 grid points: 16 ran, 0 skipped (already in store), 0 failed" in err
@@ -302,14 +273,14 @@ def test_cli_sweep_and_export(tmp_path, capsys):
 
 def test_cli_failures_give_status_1(tmp_path, capsys):
     rc = main(["sweep", "--store", str(tmp_path / "s.sqlite"), "--d", "8", "--alphas", "0.25,1",
-               "--omegas", "0.3", "--task", "test_sweep:flaky_task", "--no-progress"])
+               "--omegas", "0.3", "--task", "conftest:flaky_task", "--no-progress"])
     assert rc == 1
     err = capsys.readouterr().err
     assert "4 grid points: 3 ran, 0 skipped (already in store), 1 failed" in err
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["export", "--store", "{tmp}/missing.sqlite", "--csv", "{tmp}/o.csv"], "no such store"),
+    (["export", "--store", "{tmp}/missing.sqlite", "--csv", "{tmp}/o.csv"], "no such file"),
     (["sweep", "--store", "{tmp}/s.sqlite", "--d", "8", "--alphas", "0.1:1", "--omegas", "0.3"], "--alphas"),
     (["sweep", "--store", "{tmp}/s.sqlite", "--d", "8,x", "--alphas", "1", "--omegas", "0.3"], "--d"),
     (["sweep", "--store", "{tmp}/s.sqlite", "--d", "8", "--alphas", "1", "--omegas", "2"], "omega"),
@@ -344,9 +315,7 @@ def test_cli_help_hides_task_option(capsys):
 # -- the real experiment, tiny ---------------------------------------------------------------------------
 
 def test_real_simulation_tiny(tmp_path):
-    simulation = pytest.importorskip("attnphase.simulation")
-    if not hasattr(simulation, "simulate"):
-        pytest.skip("attnphase.simulation.simulate not written yet")
+    """The default task is the real simulation (no guard: if simulate went missing this must fail)."""
     path = tmp_path / "s.sqlite"
     grid = Grid(d=(8,), alphas=(1.0,), omegas=(0.3,), inits=("positional", "semantic"), seeds=(0,),
                 optimizer="gd", n_test=200, options={"steps": 20})

@@ -51,9 +51,9 @@ KEY_FIELDS: tuple[str, ...] = (
 _KEY_DEFAULTS: dict[str, Any] = {"A": STUDY_A, "n_test": 10000, "options": {}}
 
 METRICS: tuple[str, ...] = ("q", "m", "theta", "train_loss", "test_error", "test_error_linear")
-"""Quantities averaged over seeds by :func:`aggregate` (MODEL.md section 2 names)."""
+"""Quantities averaged over seeds by :func:`aggregate` (the documented names of the reported quantities)."""
 
-# Column order of load_results / export: MODEL.md section 6 names first, then provenance.
+# Column order of load_results / export: the documented result names first, then provenance.
 EXPORT_COLUMNS: tuple[str, ...] = (
     "d", "n", "alpha", "omega", "sigma", "lam", "A", "init", "optimizer", "seed", "n_test",
     "q", "m", "theta", "V", "train_loss", "test_error", "test_error_linear",
@@ -292,8 +292,6 @@ class ResultStore:
             parent = os.path.dirname(os.path.abspath(self.path))
             if not os.path.isdir(parent):
                 raise ValueError(f"{self.path}: directory {parent} does not exist")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise ValueError(f"{self.path}: directory {parent} is not writable")
         elif not self.readonly and not os.access(self.path, os.W_OK):
             raise ValueError(f"{self.path}: store file is not writable")
         check = check_store_file(self.path)
@@ -302,13 +300,16 @@ class ResultStore:
             return
         # autocommit (isolation_level=None): each INSERT is its own transaction, committed before add()
         # returns, so a kill between points never loses or half-writes a row.
-        self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise ValueError(f"{self.path}: cannot open or create the store ({exc})") from None
         try:
             self._conn.execute("PRAGMA busy_timeout=60000")
             if check.state != "current":
                 self._initialise()
             self._conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._conn.close()
             raise ValueError(f"{self.path}: not a usable results store ({exc})") from None
 
@@ -423,7 +424,7 @@ class ResultStore:
 def _json_default(v: Any) -> Any:
     if hasattr(v, "tolist"):  # numpy scalars and arrays from the theory's results
         return v.tolist()
-    if hasattr(v, "value") and isinstance(getattr(v, "value"), str | int):  # an Enum (e.g. a status)
+    if hasattr(v, "value") and isinstance(v.value, str | int):  # an Enum (e.g. a status)
         return v.value
     raise TypeError(f"cannot store a {type(v).__name__}")
 

@@ -30,7 +30,7 @@ def _number(text: str, kind: type) -> float | int:
     try:
         value = kind(text)
     except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
     if kind is float and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
     return value
@@ -99,20 +99,49 @@ def check_common_options(args: argparse.Namespace) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- paths
+# Writability is probed by creating (and removing) a file, not asked of os.access: for root os.access says
+# yes to directories that refuse every write (read-only or virtual file systems).
 
 
-def check_output_file(path: str, option: str) -> None:
-    """A file the command will write: not a directory, in an existing, writable directory."""
+def _dir_writable(directory: str) -> bool:
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".attnphase-probe-"):
+            pass
+    except OSError:
+        return False
+    return True
+
+
+def _file_writable(path: str) -> bool:
+    try:
+        with open(path, "ab"):  # opening for append writes nothing
+            pass
+    except OSError:
+        return False
+    return True
+
+
+
+def check_output_file(path: str, option: str, create_parents: bool = False) -> None:
+    """A file the command will write: not a directory, writable, in an existing directory (or, with
+    `create_parents`, in one the command may create)."""
     if path == "-":
         return
     if os.path.isdir(path):
         raise CLIError(f"{option} {path}: is a directory, expected a file name")
+    if os.path.exists(path):
+        if not _file_writable(path):
+            raise CLIError(f"{option} {path}: file is not writable")
+        return
     parent = os.path.dirname(os.path.abspath(path))
+    if create_parents:
+        check_output_dir(parent, option)
+        return
     if not os.path.isdir(parent):
         raise CLIError(f"{option} {path}: directory {parent} does not exist")
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise CLIError(f"{option} {path}: file is not writable")
-    if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+    if not _dir_writable(parent):
         raise CLIError(f"{option} {path}: directory {parent} is not writable")
 
 
@@ -125,7 +154,7 @@ def check_output_dir(path: str, option: str) -> None:
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
         raise CLIError(f"{option} {path}: {probe} is a file, cannot create a directory under it")
-    if not os.access(probe, os.W_OK | os.X_OK):
+    if not _dir_writable(probe):
         raise CLIError(f"{option} {path}: {probe} is not writable")
 
 

@@ -10,7 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.cli.common import add_setting_args, parse_spec, setting_from_args
+from attnphase.cli.common import (
+    add_setting_args,
+    check_input_file,
+    check_output_dir,
+    check_output_file,
+    parse_spec,
+    positive_float,
+    positive_int,
+    setting_from_args,
+)
+from attnphase.progress import progress_bar
 
 KINDS = ("test-error", "loss-difference", "overlaps", "phase-diagram", "finite-size")
 PRECISIONS = ("fast", "default", "high")
@@ -29,18 +39,19 @@ def register(subparsers: Any) -> None:
         "store. finite-size: simulated test error vs d at the single alpha in --alphas (needs --store). "
         "Simulation points come from --store at size --d (default: the largest stored).",
     )
-    p.add_argument("kind", choices=KINDS, metavar="KIND", help="one of " + ", ".join(KINDS))
+    p.add_argument("kind", choices=KINDS, metavar="KIND", help="the figure: one of " + ", ".join(KINDS))
     p.add_argument("--alphas", default=None,
                    help=f"alpha values: number, comma list or start:stop:num (default {_DEFAULT_ALPHAS}; "
                    f"finite-size: the one alpha, default {_DEFAULT_FS_ALPHA})")
     p.add_argument("--omegas", default=_DEFAULT_OMEGAS,
                    help=f"phase-diagram omegas (default {_DEFAULT_OMEGAS})")
-    p.add_argument("--alpha-max", type=float, default=2.0, help="phase-diagram alpha range (default 2)")
+    p.add_argument("--alpha-max", type=positive_float, default=2.0, help="phase-diagram alpha range (default 2)")
     p.add_argument("--store", default=None, help="SQLite results store of `attnphase sweep` (optional)")
-    p.add_argument("--d", type=int, default=None, help="simulation size to draw (default: largest in store)")
-    p.add_argument("--precision", choices=PRECISIONS, default="default", help="theory precision (default: default)")
+    p.add_argument("--d", type=positive_int, default=None, help="simulation size to draw (default: largest in store)")
+    p.add_argument("--precision", choices=PRECISIONS, default="default",
+                   help=f"theory precision: {', '.join(PRECISIONS)} (default: default)")
     add_setting_args(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
     p.add_argument("--out", required=True, help="output file; FILE.png and FILE.pdf are written")
     p.set_defaults(func=_plot)
 
@@ -49,14 +60,15 @@ def register(subparsers: Any) -> None:
         help="theory, simulations, all figures and a markdown report in one directory (resumable)",
         description="Compute the omega = 0.3 curves, the transition and the phase diagram, run a set of "
         "simulations into DIR/results.sqlite, draw figures (a)-(e) and write DIR/report.md. Rerunning "
-        "reuses DIR/theory_cache.json and skips stored simulations. --quick: a few minutes on a laptop.",
+        "reuses the theory results and skips the simulations stored in DIR/results.sqlite. --quick: a few "
+        "minutes on a laptop.",
     )
     r.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     r.add_argument("--quick", action="store_true", help="small grids, fast precision, d = 100")
-    r.add_argument("--workers", type=int, default=1,
+    r.add_argument("--workers", type=positive_int, default=1,
                    help="parallel processes for the theory jobs and the simulations (default 1; --quick "
                    "takes about 3 minutes with 2)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars (see also --quiet)")
     r.set_defaults(func=_reproduce)
 
 
@@ -71,13 +83,14 @@ def _alphas(args: argparse.Namespace, default: str) -> list[float]:
 def _simulations(args: argparse.Namespace, setting: Any) -> Any:
     if args.store is None:
         return None
-    from attnphase.report import rows_for_setting
+    from attnphase.reproduce.simulations import rows_for_setting
     from attnphase.store import load_results
 
     df = rows_for_setting(load_results(args.store), setting)
     if df is None or len(df) == 0:
-        print(f"attnphase plot: note: no results with this setting (sigma, lambda, A) in {args.store}",
-              file=sys.stderr)
+        if not args.quiet:
+            print(f"attnphase plot: note: no results with this setting (sigma, lambda, A) in {args.store}",
+                  file=sys.stderr)
         return None
     if args.d is not None and args.d not in set(df["d"].astype(int)):
         raise ValueError(f"--d {args.d}: not in the store (sizes: {sorted(set(df['d'].astype(int)))})")
@@ -85,13 +98,11 @@ def _simulations(args: argparse.Namespace, setting: Any) -> Any:
 
 
 def _curves(setting: Any, alphas: list[float], precision: str, progress: bool) -> dict[str, list[Any]]:
-    from tqdm import tqdm
-
     from attnphase.theory import solve_curve
 
     curves = {}
-    for branch in tqdm(("positional", "semantic"), desc="theory", unit="branch", file=sys.stderr,
-                       disable=not progress):
+    for branch in progress_bar(("positional", "semantic"), label="theory curves", unit="branch",
+                               enabled=progress):
         curves[branch] = list(solve_curve(setting, alphas, branch, precision=precision))
     return curves
 
@@ -103,10 +114,9 @@ def _plot(args: argparse.Namespace) -> int:
     setting = setting_from_args(args)
     progress = not args.no_progress
     kind = args.kind
-    if args.alpha_max <= 0:
-        raise ValueError(f"--alpha-max must be > 0, got {args.alpha_max:g}")
-    if args.d is not None and args.d < 1:
-        raise ValueError(f"--d must be >= 1, got {args.d}")
+    check_output_file(args.out, "--out", create_parents=True)
+    if args.store is not None:
+        check_input_file(args.store, "--store")
     if kind == "finite-size" and args.store is None:
         raise ValueError("finite-size needs --store (simulations at several d)")
     if kind == "phase-diagram":
@@ -159,10 +169,9 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from attnphase.report import reproduce
+    from attnphase.reproduce import reproduce
 
-    if args.workers < 1:
-        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    check_output_dir(args.out, "--out")
     path = reproduce(args.out, quick=args.quick, workers=args.workers, progress=not args.no_progress)
     print(path)
     return 0
