@@ -3,13 +3,25 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= results/quick
+# The project's own environment pins the CPU build of PyTorch (the library itself accepts any recent torch).
+# The wheel on disk is used when it is there; otherwise pip takes it from the PyTorch CPU index.
+TORCH_VERSION ?= 2.13.0
+TORCH_WHEEL_DIR ?= /opt/wheels
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: install reproduce reproduce-full test test-slow lint bench clean
+.PHONY: install reproduce reproduce-full test test-slow check-light-install lint docs bench clean
 
 $(BIN)/attnphase: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dask]'
+	@wheel=$$(ls $(TORCH_WHEEL_DIR)/torch-$(TORCH_VERSION)+cpu-*.whl 2>/dev/null | head -n 1); \
+	if [ -n "$$wheel" ]; then \
+		echo "torch $(TORCH_VERSION) from $$wheel"; $(BIN)/pip install --quiet "$$wheel"; \
+	else \
+		echo "torch $(TORCH_VERSION) (CPU) from $(TORCH_CPU_INDEX)"; \
+		$(BIN)/pip install --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \
+	fi
+	$(BIN)/pip install --quiet -e '.[experiments,dask,docs,test]'
 	touch $(BIN)/attnphase
 
 install: $(BIN)/attnphase
@@ -31,10 +43,19 @@ test: install lint
 test-slow: install
 	$(BIN)/pytest -q -m slow
 
+# `pip install attnphase` without extras, in a clean virtual environment: the theory runs, and the commands
+# that need PyTorch name the extra to install (about 2 minutes: it installs numpy, scipy, numba, ...).
+check-light-install: install
+	$(BIN)/pytest -q -m install tests/test_install.py
+
+# The documentation site (docs/ -> site/), warnings are errors: a broken reference fails the build.
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site
+
 bench: install
 	$(BIN)/python benchmarks/theory.py
 	$(BIN)/python benchmarks/simulation.py
 	$(BIN)/python benchmarks/transition.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache .ruff_cache
+	rm -rf $(VENV) results site .pytest_cache .ruff_cache

@@ -81,7 +81,7 @@ def _prepare(args: argparse.Namespace) -> None:
     extra = NEEDS_EXTRA.get(args.command)
     # The sweep's hidden --task replaces the simulation (tests): it needs no PyTorch.
     if extra and not (args.command == "sweep" and getattr(args, "task", None)):
-        require_extra(extra, f"attnphase {args.command}")
+        require_extra(extra, "this command")
 
 
 def _one_line(exc: BaseException) -> str:
