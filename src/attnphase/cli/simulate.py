@@ -34,7 +34,8 @@ def _add_training_args(p: argparse.ArgumentParser, optimizer_default: str) -> No
     p.add_argument("--lr", type=float, default=None, help="learning rate (default: the optimiser's)")
     p.add_argument("--gtol", type=float, default=None,
                    help="convergence tolerance on the rms gradient ||grad R||/sqrt(d r)")
-    p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="floating-point precision of the training (default float64)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: cuda if available, else cpu")
 

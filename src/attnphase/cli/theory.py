@@ -57,17 +57,18 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("theory", help="fixed points of the asymptotic equations (MODEL.md section 3)",
+    p = sub.add_parser("theory", help="fixed points of the asymptotic equations",
                        description="Solve the self-consistent equations; SPEC = number, comma list or start:stop:num.")
     add_setting_args(p)
     p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
-    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "global", "all"])
+    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "global", "all"],
+                   help="which fixed point(s); global: the branch with the lower train_loss (default all)")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
     add_output_args(p)
     p.set_defaults(func=_theory)
 
-    b = sub.add_parser("baseline", help="asymptotic test error of the linear positional baseline (MODEL.md section 4)")
+    b = sub.add_parser("baseline", help="asymptotic test error of the linear positional baseline")
     add_setting_args(b)
     add_output_args(b)
     b.set_defaults(func=_baseline)

@@ -60,17 +60,17 @@ def _phase_diagram(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) -> None:
-    p.add_argument("--alpha-max", type=float, default=2.0)
-    p.add_argument("--alpha-min", type=float, default=0.05)
+    p.add_argument("--alpha-max", type=float, default=2.0, help="upper end of the alpha range (default 2)")
+    p.add_argument("--alpha-min", type=float, default=0.05, help="lower end of the alpha range (default 0.05)")
     p.add_argument("--n-grid", type=int, default=n_grid, help=f"alpha grid points before root refinement ({n_grid})")
     p.add_argument("--xtol", type=float, default=xtol, help=f"bracket half-width of the critical values ({xtol})")
     p.add_argument("--precision", default="fast", help="fast | default | high")
     p.add_argument("--workers", type=int, default=2, help="parallel processes over omega")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    t = sub.add_parser("transition", help="alpha_c, alpha_l and spinodals per omega (MODEL.md section 7)")
+    t = sub.add_parser("transition", help="alpha_c, alpha_l and spinodals per omega")
     add_setting_args(t)
     _common(t)
     add_output_args(t)
