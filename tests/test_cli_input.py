@@ -213,3 +213,18 @@ def test_quiet_silences_progress_and_notes(tmp_path):
         capture_output=True, text=True, env={"PYTHONPATH": f"{ROOT / 'src'}:{TESTS_DIR}", "PATH": "/usr/bin:/bin"},
     )
     assert loud.returncode == 0 and "sweep" in loud.stderr  # the bar's label and the summary
+
+
+def test_theory_shows_a_labelled_progress_bar_unless_quiet(monkeypatch, capsys):
+    import attnphase.theory as theory
+    from conftest import synthetic_curves
+
+    def fake_curve(setting, alphas, branch, precision="default", seed=0):
+        pts = synthetic_curves([1.0])
+        return pts.get(branch, pts["positional"])
+
+    monkeypatch.setattr(theory, "solve_curve", fake_curve)
+    assert main(["theory", "--alpha", "1", "--branch", "positional", "--json"]) == 0
+    assert "theory (fixed points)" in capsys.readouterr().err
+    assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -298,15 +298,15 @@ def run_sweep(
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     task = simulation_task if task is None else task
-    from tqdm import tqdm
+    from attnphase.progress import progress_bar
 
     with ResultStore(store_path) as store:
         done = store.done_keys()
         all_points = list(grid.points())
         todo = [p for p in all_points if p.key() not in done]
         summary = SweepSummary(total=len(all_points), skipped=len(all_points) - len(todo), ran=0, failed=0)
-        bar = tqdm(total=summary.total, initial=summary.skipped, file=sys.stderr, disable=not progress,
-                   unit="pt", dynamic_ncols=True, desc="sweep")
+        bar = progress_bar(label="sweep (simulations)", total=summary.total, initial=summary.skipped, unit="pt",
+                           enabled=progress)
         try:
             if not todo:
                 return summary

@@ -83,8 +83,11 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     setting = setting_from_args(args, omega=_omega(args))
     seeds = parse_int_spec(args.seeds, "--seeds") if args.seeds is not None else [args.seed or 0]
+    from attnphase.progress import progress_bar
+
     records = []
-    for seed in seeds:
+    for seed in progress_bar(seeds, label=f"simulate d={args.d} alpha={args.alpha:g}", unit="run",
+                             enabled=not args.no_progress):
         res = simulate(setting, args.d, args.alpha, init=args.init, optimizer=args.optimizer, seed=seed,
                        n_test=args.n_test, dtype=args.dtype, device=args.device, **_options(args))
         records.append(res.to_dict())
@@ -112,8 +115,12 @@ def run_compare(args: argparse.Namespace) -> int:
     alphas = parse_spec(args.alpha, "--alpha")
     seeds = parse_int_spec(args.seeds, "--seeds")
     te_lin_theory = float(linear_baseline(setting).test_error_linear)
+    from attnphase.progress import progress_bar
+
     wide: list[dict[str, Any]] = []
     long: list[dict[str, Any]] = []
+    bar = progress_bar(label=f"compare d={args.d} (simulations + theory)", total=2 * len(alphas), unit="point",
+                       enabled=not args.no_progress)
     for alpha in alphas:
         for init in ("positional", "semantic"):
             runs = [simulate(setting, args.d, alpha, init=init, optimizer=args.optimizer, seed=s,
@@ -135,6 +142,8 @@ def run_compare(args: argparse.Namespace) -> int:
             wide.append(rec)
             long.append({"alpha": alpha, "init": init, "quantity": "(theory status)", "simulated": None,
                          "stderr": None, "theory": fp.status, "z": None})
+            bar.update(1)
+    bar.close()
     if args.json or args.csv:
         emit(wide, args)
     else:

@@ -19,11 +19,20 @@ def _theory(args: argparse.Namespace) -> int:
     alphas = parse_spec(args.alpha, "--alpha")
     omegas = parse_spec(args.omega, "--omega")
     branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
+    from attnphase.progress import progress_bar
+
     records = []
-    for w in omegas:
-        setting = setting_from_args(args, omega=w)
-        setting.require_study_geometry()
-        curves = {b: solve_curve(setting, alphas, b, args.precision, seed=args.seed) for b in branches}
+    settings = []
+    for w in omegas:  # every omega checked before the first fixed point is computed
+        settings.append(setting_from_args(args, omega=w))
+        settings[-1].require_study_geometry()
+    bar = progress_bar(label="theory (fixed points)", total=len(omegas) * len(branches), unit="curve",
+                       enabled=not args.no_progress)
+    for setting in settings:
+        curves = {}
+        for b in branches:
+            curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed)
+            bar.update(1)
         for i in range(len(alphas)):
             if args.branch == "global":
                 try:
@@ -37,6 +46,7 @@ def _theory(args: argparse.Namespace) -> int:
                 records.append(d)
             else:
                 records.extend(curves[b][i].to_dict() for b in branches)
+    bar.close()
     emit(records, args, THEORY_COLUMNS if not (args.json or args.csv) else None)
     bad = [r for r in records if not r["converged"]]
     if bad:
