@@ -15,8 +15,8 @@ $(BIN)/attnphase: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	@wheel=$$(ls $(TORCH_WHEEL_DIR)/torch-$(TORCH_VERSION)+cpu-*.whl 2>/dev/null | head -n 1); \
-	if [ -n "$$wheel" ]; then \
-		echo "torch $(TORCH_VERSION) from $$wheel"; $(BIN)/pip install --quiet "$$wheel"; \
+	if [ -n "$$wheel" ] && $(BIN)/pip install --quiet "$$wheel"; then \
+		echo "torch $(TORCH_VERSION) from $$wheel"; \
 	else \
 		echo "torch $(TORCH_VERSION) (CPU) from $(TORCH_CPU_INDEX)"; \
 		$(BIN)/pip install --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_CPU_INDEX); \

@@ -216,8 +216,9 @@ def test_quiet_silences_progress_and_notes(tmp_path):
 
 
 def test_theory_shows_a_labelled_progress_bar_unless_quiet(monkeypatch, capsys):
-    import attnphase.theory as theory
     from conftest import synthetic_curves
+
+    import attnphase.theory as theory
 
     def fake_curve(setting, alphas, branch, precision="default", seed=0):
         pts = synthetic_curves([1.0])

@@ -280,7 +280,7 @@ def test_cli_failures_give_status_1(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["export", "--store", "{tmp}/missing.sqlite", "--csv", "{tmp}/o.csv"], "no such file"),
+    (["export", "--store", "{tmp}/missing.sqlite", "--csv", "{tmp}/o.csv"], "no such store"),
     (["sweep", "--store", "{tmp}/s.sqlite", "--d", "8", "--alphas", "0.1:1", "--omegas", "0.3"], "--alphas"),
     (["sweep", "--store", "{tmp}/s.sqlite", "--d", "8,x", "--alphas", "1", "--omegas", "0.3"], "--d"),
     (["sweep", "--store", "{tmp}/s.sqlite", "--d", "8", "--alphas", "1", "--omegas", "2"], "omega"),

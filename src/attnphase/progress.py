@@ -22,4 +22,4 @@ def progress_bar(iterable: Iterable[Any] | None = None, *, label: str, total: in
     from tqdm import tqdm
 
     return tqdm(iterable, desc=label, total=total, unit=unit, initial=initial, file=sys.stderr,
-                disable=not enabled, dynamic_ncols=True, leave=False)
+                disable=not enabled, dynamic_ncols=True)

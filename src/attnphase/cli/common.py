@@ -158,12 +158,12 @@ def check_output_dir(path: str, option: str) -> None:
         raise CLIError(f"{option} {path}: {probe} is not writable")
 
 
-def check_input_file(path: str, option: str) -> None:
-    """A file the command reads (a results store given to plot or export)."""
+def check_input_file(path: str, option: str, what: str = "file") -> None:
+    """A file the command reads (e.g. what="store": a results store given to plot or export)."""
     if os.path.isdir(path):
-        raise CLIError(f"{option} {path}: is a directory, expected a file")
+        raise CLIError(f"{option} {path}: is a directory, expected a {what} file")
     if not os.path.isfile(path):
-        raise CLIError(f"{option} {path}: no such file")
+        raise CLIError(f"{option} {path}: no such {what}")
     if not os.access(path, os.R_OK):
         raise CLIError(f"{option} {path}: file is not readable")
 

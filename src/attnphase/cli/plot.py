@@ -116,7 +116,7 @@ def _plot(args: argparse.Namespace) -> int:
     kind = args.kind
     check_output_file(args.out, "--out", create_parents=True)
     if args.store is not None:
-        check_input_file(args.store, "--store")
+        check_input_file(args.store, "--store", what="store")
     if kind == "finite-size" and args.store is None:
         raise ValueError("finite-size needs --store (simulations at several d)")
     if kind == "phase-diagram":

@@ -177,7 +177,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from attnphase.store import aggregate, load_results
 
-    check_input_file(args.store, "--store")
+    check_input_file(args.store, "--store", what="store")
     check_output_file(args.csv, "--csv")
     df = load_results(args.store)
     if args.aggregate:
