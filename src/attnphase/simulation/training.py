@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,24 @@ class TrainingLog:
     seconds: float
     stop_reason: str
     loss_curve: list[float] = field(default_factory=list)
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Tracer:
+    """Records (step, R/d, observe(Q)) every `every` gradient evaluations; a no-op when every = 0."""
+
+    def __init__(self, every: int, observe: Callable[[torch.Tensor], dict[str, Any]] | None, d: int) -> None:
+        self.every, self.observe, self.d = int(every), observe, d
+        self.count = 0
+        self.rows: list[dict[str, Any]] = []
+
+    def __call__(self, Q: torch.Tensor, R: float, force: bool = False) -> None:
+        if self.every and (force or self.count % self.every == 0):
+            row = {"step": self.count, "train_loss": R / self.d}
+            if self.observe is not None:
+                row.update(self.observe(Q))
+            self.rows.append(row)
+        self.count += 1
 
 
 def optimizer_options(optimizer: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -111,16 +130,27 @@ def _rms(g: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(g)) / math.sqrt(g.numel())
 
 
-def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd",
+def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd", record_every: int = 0,
+          observe: Callable[[torch.Tensor], dict[str, Any]] | None = None,
           **options: Any) -> tuple[torch.Tensor, TrainingLog]:
-    """Minimise risk(Q) from Q0; returns the final Q (detached) and a TrainingLog."""
+    """Minimise risk(Q) from Q0; returns the final Q (detached) and a TrainingLog.
+
+    record_every = k > 0 keeps a trajectory: every k-th gradient evaluation (gd/adam: every k steps; lbfgs:
+    every k evaluations, line-search trials included) and the end point, each as {step, train_loss,
+    **observe(Q)} in TrainingLog.trajectory.
+    """
     opts = optimizer_options(optimizer, options)
     opts["gtol"] = max(opts["gtol"], _GTOL_FLOOR.get(Q0.dtype, 0.0))
+    if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 0:
+        raise ValueError(f"record_every must be an integer >= 0, got {record_every!r}")
+    tracer = _Tracer(record_every, observe, risk.d)
+    opts["_trace"] = tracer
     t0 = time.perf_counter()
     runner = {"gd": _gd, "adam": _adam, "lbfgs": _lbfgs}[optimizer]
     with _threads_for(risk):
         Q, steps, evals, curve, reason = runner(risk, Q0.detach().clone(), opts)
         R, g = risk.value_and_grad(Q)
+        tracer(Q, R, force=True)
     rms = _rms(g)
     finite = math.isfinite(R) and math.isfinite(rms)
     if not finite:
@@ -142,6 +172,7 @@ def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd",
         seconds=time.perf_counter() - t0,
         stop_reason=reason,
         loss_curve=curve,
+        trajectory=tracer.rows,
     )
 
 
@@ -151,9 +182,12 @@ def _every(steps: int) -> int:
 
 def _gd(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     lr, steps, every = opts["lr"], opts["steps"], _every(opts["steps"])
+    trace = opts.get("_trace")
     curve: list[float] = []
     for t in range(steps):
         R, g = risk.value_and_grad(Q)
+        if trace is not None:
+            trace(Q, R)
         if t % every == 0:
             curve.append(R / risk.d)
             if not math.isfinite(R):
@@ -165,9 +199,12 @@ def _gd(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
 def _adam(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     steps, every = opts["steps"], _every(opts["steps"])
     opt = torch.optim.Adam([Q], lr=opts["lr"])
+    trace = opts.get("_trace")
     curve: list[float] = []
     for t in range(steps):
         R, Q.grad = risk.value_and_grad(Q)
+        if trace is not None:
+            trace(Q.detach(), R)
         if t % every == 0:
             curve.append(R / risk.d)
             if not math.isfinite(R):
@@ -181,7 +218,7 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     warm_steps, warm_evals, warm_curve = 0, 0, []
     if opts["warmup"]:
         Q, warm_steps, warm_evals, warm_curve, reason = _gd(
-            risk, Q, {"lr": opts["warmup_lr"], "steps": opts["warmup"]})
+            risk, Q, {"lr": opts["warmup_lr"], "steps": opts["warmup"], "_trace": opts.get("_trace")})
         if reason:
             return Q, warm_steps, warm_evals, warm_curve, reason
     Qp = Q.clone()
@@ -192,10 +229,13 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
                             tolerance_grad=gtol, tolerance_change=0.0, history_size=opts["history"],
                             line_search_fn="strong_wolfe")
     curve: list[float] = []
+    trace = opts.get("_trace")
 
     def closure() -> float:
         R, Qp.grad = risk.value_and_grad(Qp)
         curve.append(R / risk.d)
+        if trace is not None:
+            trace(Qp.detach(), R)
         return R
 
     reason = f"max_iter = {max_iter} iterations reached"
