@@ -7,7 +7,7 @@ import importlib
 import sys
 
 # Each module defines register(subparsers); a subcommand's handler is stored as `func`.
-_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot")
+_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins")
 
 
 class _OneLineParser(argparse.ArgumentParser):
