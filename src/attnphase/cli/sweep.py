@@ -33,6 +33,8 @@ def register(subparsers: Any) -> None:
                    "part of each point's identity")
     p.add_argument("--device", default=None,
                    help="torch device for the simulations (not part of the identity)")
+    p.add_argument("--student", default="tied", choices=("tied", "untied"),
+                   help="tied query = key (default) or untied Q and K (part of each point's identity)")
     add_setting_args(p, omega=False)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: in-process)")
@@ -91,7 +93,7 @@ def _grid_from_args(args: argparse.Namespace):
         sigma=args.sigma,
         lam=args.lam,
         A=parse_matrix(args.A),
-        options=_parse_opts(args.opt),
+        options={**_parse_opts(args.opt), **({"student": args.student} if args.student != "tied" else {})},
         device=args.device,
     )
 
@@ -101,6 +103,10 @@ def _sweep(args: argparse.Namespace) -> int:
 
     grid = _grid_from_args(args)
     task = load_task(args.task) if args.task else None
+    if task is None:  # the real simulation: refuse a grid whose largest point cannot fit, before any work
+        from attnphase.simulation.basins import check_grids_memory
+
+        check_grids_memory([grid], args.workers if args.scheduler is None else 1, args.student)
     summary = run_sweep(args.store, grid, workers=args.workers, scheduler=args.scheduler, task=task,
                         progress=not args.no_progress)
     print(f"attnphase sweep: {summary.line()}", file=sys.stderr)
