@@ -188,3 +188,64 @@ def test_trajectory_is_recorded_every_k_steps():
     assert res.trajectory[-1]["m"] == pytest.approx(res.m) and res.trajectory[-1]["train_loss"] == pytest.approx(
         res.train_loss)
     assert all(np.isfinite([row["theta"] for row in res.trajectory]))
+
+
+def _synthetic_frame():
+    import pandas as pd
+
+    rows = []
+    for d in (50, 100):
+        for omega in (0.1, 0.3):
+            for alpha in (0.5, 1.0, 2.0):
+                for seed in range(4):
+                    basin = "semantic" if alpha * (1 + seed) > 3 * (omega + 0.2) * 2 else "positional"
+                    rows.append({"d": d, "omega": omega, "alpha": alpha, "seed": seed, "basin": basin,
+                                 "student": "tied", "init_scale": 1.0, "converged": True, "train_loss": 0.003,
+                                 "test_error": 0.003})
+    return pd.DataFrame(rows)
+
+
+def test_fractions_with_binomial_errors():
+    from attnphase.simulation.basins import basin_fractions
+
+    fr = basin_fractions(_synthetic_frame())
+    assert len(fr) == 2 * 2 * 3 and (fr["n"] == 4).all()
+    assert np.allclose(fr["positional_fraction"] + fr["semantic_fraction"] + fr["other_fraction"], 1.0)
+    row = fr[(fr["d"] == 50) & (fr["omega"] == 0.1) & (fr["alpha"] == 1.0)].iloc[0]
+    k = int(row["n_semantic"])
+    f = k / 4
+    assert row["semantic_fraction"] == f
+    assert row["semantic_se"] == pytest.approx(max(math.sqrt(f * (1 - f) / 4), 1 / 10))
+
+
+def test_basins_figures_from_given_data(tmp_path):
+    from attnphase.basins import transition_lines
+    from attnphase.plots_basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
+    from attnphase.simulation.basins import basin_fractions
+
+    fr = basin_fractions(_synthetic_frame())
+    lines = transition_lines([{"omega": 0.1, "alpha_c": 0.8, "alpha_sem_appears": 0.55, "alpha_pos_vanishes": None},
+                              {"omega": 0.3, "alpha_c": 1.3, "alpha_sem_appears": 0.7, "alpha_pos_vanishes": None}])
+    assert set(lines) == {"alpha_c", "semantic spinodal"}
+    paths = plot_basin_heatmap(fr, tmp_path / "h", lines=lines)
+    paths += plot_fraction_vs_alpha(fr, tmp_path / "f", omega=0.3, alpha_c=1.3, spinodals={"semantic spinodal": 0.7})
+    rows = [{"step": s, "m": 0.2 * s / 10, "theta": 0.01, "train_loss": 0.01 / (s + 1)} for s in range(0, 11)]
+    paths += plot_trajectories([{"basin": "positional", "rows": rows}], tmp_path / "t",
+                               fixed_points={"positional": {"m": 0.25, "theta": 0.0, "train_loss": 0.003}})
+    assert all(p.exists() and p.stat().st_size > 1000 for p in paths) and len(paths) == 6
+    with pytest.raises(ValueError, match="omega"):
+        plot_fraction_vs_alpha(fr, tmp_path / "g", omega=0.9)
+
+
+@pytest.mark.slow
+def test_basins_figures_quick_end_to_end(tmp_path):
+    from attnphase.basins import QuickPlan, basins_figures_quick, basins_summary
+
+    plan = QuickPlan(heat_d=30, heat_alphas=(1.0, 2.0), heat_omegas=(0.1, 0.3), fraction_ds=(20, 30), starts=2,
+                     n_test=100, trajectory_d=30, trajectory_tries=2)
+    paths = basins_figures_quick(tmp_path, tmp_path / "b.sqlite", plan=plan)
+    assert len(paths) == 6 and all(p.exists() for p in paths)
+    summary = basins_summary(tmp_path / "b.sqlite", omega=0.3)
+    assert summary["total_starts"] == 2 * 2 + 2 * 2  # omega = 0.3: d = 20 and d = 30 (shared by both grids)
+    for p in summary["points"]:
+        assert p["n_positional"] + p["n_semantic"] + p["n_other"] == p["n"]

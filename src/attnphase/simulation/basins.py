@@ -246,3 +246,39 @@ def run_basins(store_path: str, grids: list, workers: int = 1, scheduler: str | 
         total.ran += s.ran
         total.failed += s.failed
     return total
+
+
+def basin_fractions(df: Any, group: tuple[str, ...] = ("student", "init_scale", "d", "omega", "alpha")) -> Any:
+    """Counts and fractions of the classes per group of a basins frame (`load_results` of a basins store).
+
+    Columns: the group columns present, n, n_positional, n_semantic, n_other, n_converged, and for each class
+    c the fraction f_c = n_c / n with its binomial standard error sqrt(f_c (1 - f_c) / n) (`<c>_se`); where
+    f_c is 0 or 1 the plain formula gives 0, so `<c>_se` is max(sqrt(f (1 - f) / n), 1 / (2 (n + 1))): an
+    all-or-nothing point still carries an error bar of the size of one start.
+    """
+    import pandas as pd
+
+    if df is None or len(df) == 0 or "basin" not in df.columns:
+        return pd.DataFrame()
+    df = df[df["basin"].notna()].copy()
+    if "student" not in df.columns:
+        df["student"] = "tied"
+    df["student"] = df["student"].fillna("tied")
+    if "init_scale" in df.columns:
+        df["init_scale"] = df["init_scale"].fillna(-1.0)  # structured starts have no scale
+    cols = [c for c in group if c in df.columns]
+    rows = []
+    for keys, sub in df.groupby(cols, sort=True):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        n = len(sub)
+        row: dict[str, Any] = dict(zip(cols, keys, strict=True))
+        row["n"] = n
+        row["n_converged"] = int(sub["converged"].astype(bool).sum()) if "converged" in sub else n
+        for c in CLASSES:
+            k = int((sub["basin"] == c).sum())
+            f = k / n
+            row[f"n_{c}"] = k
+            row[f"{c}_fraction"] = f
+            row[f"{c}_se"] = max(math.sqrt(f * (1 - f) / n), 1.0 / (2 * (n + 1)))
+        rows.append(row)
+    return pd.DataFrame(rows)

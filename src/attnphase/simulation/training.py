@@ -136,7 +136,8 @@ def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd", record_e
     """Minimise risk(Q) from Q0; returns the final Q (detached) and a TrainingLog.
 
     record_every = k > 0 keeps a trajectory: every k-th gradient evaluation (gd/adam: every k steps; lbfgs:
-    every k evaluations, line-search trials included) and the end point, each as {step, train_loss,
+    its warm-up steps, then every k-th evaluation that lowers the risk below all earlier ones, so that
+    rejected line-search trials are left out) and the end point, each as {step, train_loss,
     **observe(Q)} in TrainingLog.trajectory.
     """
     opts = optimizer_options(optimizer, options)
@@ -231,10 +232,15 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     curve: list[float] = []
     trace = opts.get("_trace")
 
+    best = [math.inf]
+
     def closure() -> float:
         R, Qp.grad = risk.value_and_grad(Qp)
         curve.append(R / risk.d)
-        if trace is not None:
+        # trajectories keep only evaluations that improve on the best so far: line-search trials that
+        # overshoot are not points of the descent
+        if trace is not None and R < best[0]:
+            best[0] = R
             trace(Qp.detach(), R)
         return R
 
