@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from attnphase.simulation.lbfgs import FlatLBFGS
 from attnphase.simulation.model import EmpiricalRisk
 
 OPTIMIZERS = ("gd", "adam", "lbfgs")
@@ -226,17 +227,17 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     # torch stops on max|g| <= tolerance_grad, which implies our g_rms <= gtol; our own check between
     # short chunks catches the (usual) case where the rms criterion is met first.
     chunk = 25
-    opt = torch.optim.LBFGS([Qp], lr=opts["lr"], max_iter=chunk, max_eval=chunk * 2,
-                            tolerance_grad=gtol, tolerance_change=0.0, history_size=opts["history"],
-                            line_search_fn="strong_wolfe")
+    opt = FlatLBFGS(Qp, lr=opts["lr"], max_iter=chunk, max_eval=chunk * 2, tolerance_grad=gtol,
+                    tolerance_change=0.0, history_size=opts["history"], line_search_fn="strong_wolfe")
     curve: list[float] = []
     trace = opts.get("_trace")
-
     best = [math.inf]
+    last: list[Any] = [None, math.nan, None]  # the latest evaluation: point, R, gradient
 
     def closure() -> float:
         R, Qp.grad = risk.value_and_grad(Qp)
         curve.append(R / risk.d)
+        last[0], last[1], last[2] = Qp.detach().clone(), R, Qp.grad
         # trajectories keep only evaluations that improve on the best so far: line-search trials that
         # overshoot are not points of the descent
         if trace is not None and R < best[0]:
@@ -248,8 +249,11 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     state_iter, prev_R = 0, math.inf
     while state_iter < max_iter:
         opt.step(closure)
-        state_iter = opt.state[Qp].get("n_iter", 0)
-        R, g = risk.value_and_grad(Qp)
+        state_iter = opt.state.get("n_iter", 0)
+        if last[0] is not None and torch.equal(last[0], Qp):
+            R, g = last[1], last[2]  # the line search ended on its last trial point: no need to re-evaluate
+        else:
+            R, g = risk.value_and_grad(Qp)
         if _rms(g) <= gtol:
             reason = "gradient below tolerance"
             break
