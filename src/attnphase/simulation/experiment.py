@@ -187,14 +187,15 @@ def measure(W: torch.Tensor, problem: Problem, student: str = "tied") -> dict[st
     setting = problem.setting
     sigma = setting.sigma
     Q, K = split_weights(W, student)
-    ov = overlaps(Q, problem.Q_star, sigma, problem.p)
+    p = None if setting.is_study_geometry else problem.p
+    ov = overlaps(Q, problem.Q_star, sigma, p)
     out: dict[str, Any] = {"q": scalar_or_list(ov.q, absolute=False), "m": scalar_or_list(ov.m, absolute=True),
                            "theta": scalar_or_list(ov.theta, absolute=True)}
     if not setting.is_study_geometry:
         out["m_norm"] = ov.m_norm
         out["theta_sv"] = ov.theta_sv
     if student == "untied":
-        ok = overlaps(K, problem.Q_star, sigma, problem.p)
+        ok = overlaps(K, problem.Q_star, sigma, p)
         Qd, Kd = Q.detach().to(torch.float64), K.detach().to(torch.float64)
         qqk = (sigma**2 * Qd.T @ Kd / problem.d).cpu().numpy()
         out.update({"m_Q": scalar_or_list(ov.m, False), "m_K": scalar_or_list(ok.m, False),

@@ -16,8 +16,8 @@ from attnphase.simulation.sampling import Dataset
 class Overlaps:
     """q = sigma^2 Q^T Q / d (r x r), m_l = p_l^T Q / sqrt(d) (L x r), theta = sigma^2 Q^T Q* / d (r x r*).
 
-    For the study's positions p_1 = -p_2 = 1/sqrt(d), m holds only the first row m_1 = 1^T Q / d (shape
-    (r,)), computed as before so that the recorded numbers stay what they were.
+    For the study's setting (p = None below), m holds only m_1 = 1^T Q / d (shape (r,); m_2 = -m_1),
+    computed as before so that the recorded numbers stay what they were.
     """
 
     q: np.ndarray
@@ -36,12 +36,12 @@ class Overlaps:
 
 
 def overlaps(Q: torch.Tensor, Q_star: torch.Tensor, sigma: float, p: torch.Tensor | None = None) -> Overlaps:
-    """Overlaps of a student matrix Q (d, r).  p (L, d): the positional encodings; None or the study's
-    antipodal pair gives m = 1^T Q / d (the study's m_1)."""
+    """Overlaps of a student matrix Q (d, r).  p (L, d): the positional encodings (m is then L x r); None
+    gives the study's m_1 = 1^T Q / d."""
     d = Q.shape[0]
     Qd = Q.detach().to(torch.float64)
     Qs = Q_star.detach().to(torch.float64)
-    if p is None or _is_study_pair(p):
+    if p is None:
         m = Qd.sum(dim=0) / d
     else:
         m = p.detach().to(torch.float64) @ Qd / math.sqrt(d)
@@ -50,14 +50,6 @@ def overlaps(Q: torch.Tensor, Q_star: torch.Tensor, sigma: float, p: torch.Tenso
         m=m.cpu().numpy(),
         theta=(sigma**2 * Qd.T @ Qs / d).cpu().numpy(),
     )
-
-
-def _is_study_pair(p: torch.Tensor) -> bool:
-    if p.shape[0] != 2:
-        return False
-    d = p.shape[1]
-    ref = torch.full((d,), 1.0 / math.sqrt(d), dtype=p.dtype, device=p.device)
-    return bool(torch.equal(p[0], ref) and torch.equal(p[1], -ref))
 
 
 def generalization_error(data: Dataset, p: torch.Tensor, Q: torch.Tensor, K: torch.Tensor | None = None) -> float:
