@@ -249,3 +249,23 @@ def test_basins_figures_quick_end_to_end(tmp_path):
     assert summary["total_starts"] == 2 * 2 + 2 * 2  # omega = 0.3: d = 20 and d = 30 (shared by both grids)
     for p in summary["points"]:
         assert p["n_positional"] + p["n_semantic"] + p["n_other"] == p["n"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+@pytest.mark.parametrize("command", ["sweep", "basins"])
+def test_cuda_without_cuda_refused_up_front(tmp_path, capsys, command):
+    store = tmp_path / "s.sqlite"
+    assert main([command, "--store", str(store), "--d", "10", "--alphas", "1", "--omegas", "0.3", "--device",
+                 "cuda"]) == 2
+    assert "CUDA" in capsys.readouterr().err and not store.exists()
+
+
+def test_sweep_untied_student(tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    argv = ["sweep", "--store", str(store), "--d", "12", "--alphas", "1", "--omegas", "0.3", "--inits", "positional",
+            "--opt", "steps=5", "--n-test", "10", "--no-progress", "--device", "cpu"]
+    assert main([*argv, "--student", "untied"]) == 0
+    assert main(argv) == 0  # the tied run is another point, not a duplicate
+    df = load_results(store)
+    assert sorted(df["student"]) == ["tied", "untied"]
+    assert len(df) == 2

@@ -225,11 +225,14 @@ def check_grids_memory(grids: list, workers: int = 1, student: str = "tied") -> 
     """Refuse (ValueError) a basins or sweep grid whose largest point does not fit `workers` times."""
     from attnphase.simulation.memory import check_memory
 
+    from attnphase.simulation.sampling import resolve_device
+
     for g in grids:
         setting = Setting(omega=g.omegas[0], sigma=g.sigma, lam=g.lam, A=g.A)
         dtype = str(dict(g.options).get("dtype", "float64"))
-        check_memory(setting, max(g.d), max(g.alphas), g.n_test, g.optimizer, student, dtype,
-                     g.device or "cpu", runs=max(1, int(workers)))
+        device = str(resolve_device(g.device))  # also refuses --device cuda without CUDA, before any work
+        check_memory(setting, max(g.d), max(g.alphas), g.n_test, g.optimizer, student, dtype, device,
+                     runs=max(1, int(workers)))
 
 
 def run_basins(store_path: str, grids: list, workers: int = 1, scheduler: str | None = None,
