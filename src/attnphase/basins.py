@@ -171,9 +171,11 @@ def basins_summary(store: str | os.PathLike[str], omega: float | None = None) ->
                 rec[f"{c}_train_loss_mean"] = float(sub["train_loss"].mean()) if len(sub) else None
                 rec[f"{c}_test_error_mean"] = float(sub["test_error"].mean()) if len(sub) else None
             for b in ("positional", "semantic"):
-                col = f"theory_{b}_train_loss"
-                vals = sel[col].dropna() if col in sel else []
-                rec[col] = float(vals.iloc[0]) if len(vals) else None
+                col, status = f"theory_{b}_train_loss", f"theory_{b}_status"
+                ok = sel[sel[status] == "ok"] if status in sel else sel.iloc[0:0]
+                vals = ok[col].dropna() if col in ok else []
+                rec[col] = float(vals.iloc[0]) if len(vals) else None  # None: the branch does not exist there
+                rec[status] = str(sel[status].iloc[0]) if status in sel and len(sel) else None
             points.append(rec)
     return {
         "rule": f"nearest theory fixed point in relative (m, theta) distance, within {BASIN_TOL:g} of its norm; "

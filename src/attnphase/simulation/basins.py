@@ -124,7 +124,7 @@ def classification_record(m: float, theta: float, points: Mapping[str, BranchPoi
         rec[f"theory_{b}_status"] = p.status
         rec[f"theory_{b}_m"] = p.m if math.isfinite(p.m) else None
         rec[f"theory_{b}_theta"] = p.theta if math.isfinite(p.theta) else None
-        rec[f"theory_{b}_train_loss"] = p.train_loss if math.isfinite(p.train_loss) else None
+        rec[f"theory_{b}_train_loss"] = p.train_loss if p.exists and math.isfinite(p.train_loss) else None
     return rec
 
 
