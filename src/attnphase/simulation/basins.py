@@ -224,7 +224,6 @@ def basins_grids(d: Any, alphas: Any, omegas: Any, inits_per_point: int = 16, in
 def check_grids_memory(grids: list, workers: int = 1, student: str = "tied") -> None:
     """Refuse (ValueError) a basins or sweep grid whose largest point does not fit `workers` times."""
     from attnphase.simulation.memory import check_memory
-
     from attnphase.simulation.sampling import resolve_device
 
     for g in grids:
