@@ -334,3 +334,103 @@ def test_cli_compare_json(capsys):
 def test_cli_compare_bad_alpha_exit_2(capsys):
     assert main(["compare", "--d", "20", "--alpha", "x", "--device", "cpu"]) == 2
     assert "--alpha" in capsys.readouterr().err
+
+
+# --- general settings (positions from a Gram matrix, ranks), reference numbers, L-BFGS port ---------------
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [Setting(L=3), Setting(L=4, positions="orthogonal"), Setting(L=3, positions=[[2, 1, 0], [1, 2, 1], [0, 1, 2]]),
+     Setting(L=3, positions=[[1, 1, 0], [1, 1, 0], [0, 0, 0]])],  # a rank-1 Gram matrix (p_1 = p_2, p_3 = 0)
+)
+def test_positions_reproduce_the_gram_matrix(setting):
+    from attnphase.simulation import positional_encodings
+
+    d = 40
+    p = positional_encodings(d, setting.L, gram=setting.gram)
+    np.testing.assert_allclose((p @ p.T).numpy(), setting.gram, atol=1e-12)
+    # the first direction is the all-ones one; the construction is deterministic
+    p2 = positional_encodings(d, setting.L, gram=setting.gram)
+    assert torch.equal(p, p2)
+
+
+def test_study_positions_are_bit_for_bit_the_antipodal_pair():
+    from attnphase.simulation import positional_encodings
+
+    for d in (7, 500):
+        p = positional_encodings(d, 2, gram=Setting().gram)
+        ref = torch.full((d,), 1.0 / math.sqrt(d), dtype=torch.float64)
+        assert torch.equal(p[0], ref) and torch.equal(p[1], -ref)
+
+
+@pytest.mark.parametrize("setting", [Setting(L=3), Setting(r=2), Setting(r_star=2), Setting(L=4, positions="orthogonal")])
+def test_general_measurements_against_direct_computation(setting):
+    from attnphase.simulation.experiment import measure
+
+    d = 30
+    res = simulate(setting, d, 1.0, init="random", optimizer="gd", steps=20, seed=2, n_test=40, device="cpu")
+    pb = sample_dataset(setting, d, 1.0, seed=2, n_test=40, device="cpu")
+    Q = torch.as_tensor(res.Q)
+    s2 = setting.sigma**2
+    q = s2 * Q.T @ Q / d
+    m = pb.p @ Q / math.sqrt(d)  # m_l = p_l^T Q / sqrt(d), L x r
+    theta = s2 * Q.T @ pb.Q_star / d
+    rec = res.to_dict()
+    np.testing.assert_allclose(np.atleast_2d(rec["q"]) if setting.r > 1 else rec["q"], q.numpy().squeeze(), rtol=1e-12)
+    np.testing.assert_allclose(np.array(rec["m"]).reshape(m.shape), m.numpy(), rtol=1e-10, atol=1e-14)
+    assert rec["m_norm"] == pytest.approx(float(torch.linalg.norm(m)), rel=1e-10)
+    np.testing.assert_allclose(rec["theta_sv"], np.linalg.svd(theta.numpy(), compute_uv=False), rtol=1e-10)
+    assert measure(Q, pb)["m_norm"] == pytest.approx(rec["m_norm"])
+    # the test error is the direct mean over fresh samples of ||y - yhat||^2 / (2d)
+    assert res.test_error == pytest.approx(float(sample_errors(pb.test, pb.p, Q).mean()), rel=1e-12)
+
+
+def test_general_inits():
+    setting = Setting(L=3, r=2)
+    pb = sample_dataset(setting, 30, 1.0, seed=0, n_test=5, device="cpu")
+    Q, _ = initial_Q("positional", pb, 0)
+    # in the span of the positional codes: projecting onto it changes nothing
+    U = torch.linalg.svd(pb.p.T, full_matrices=False)[0][:, :2]
+    np.testing.assert_allclose((U @ (U.T @ Q)).numpy(), Q.numpy(), atol=1e-10)
+    assert torch.linalg.matrix_rank(Q) == 2
+    Qs, _ = initial_Q("semantic", pb, 0)  # r = 2 > r* = 1: Q* padded with a small random column
+    assert torch.equal(Qs[:, :1], pb.Q_star) and float(Qs[:, 1].abs().max()) < 1.0
+    Qr, _ = initial_Q("random", pb, 0, init_scale=2.0)
+    assert float(Qr.std()) == pytest.approx(2.0, rel=0.3)
+
+
+def test_study_setting_numbers_unchanged():
+    # Values printed by the code on main (commit 6551984, before the general settings) for these exact calls.
+    s = Setting(omega=0.3)
+    r = simulate(s, 40, 1.5, init="positional", optimizer="gd", seed=3, n_test=500, steps=200, device="cpu")
+    assert (r.q, r.m, r.theta) == (0.03769888169674309, 0.29488614544637076, 0.012181730989888468)
+    assert (r.train_loss, r.test_error) == (0.005599166852623917, 0.004476184857004644)
+    r = simulate(s, 40, 1.5, init="semantic", optimizer="lbfgs", seed=3, n_test=500, device="cpu")
+    assert (r.q, r.m, r.theta) == (0.08626832155844384, 0.04791100183984331, 0.13532290140640418)
+    assert (r.train_loss, r.test_error_linear) == (0.004267868975162517, 0.0024089062782169266)
+    r = simulate(s, 40, 1.5, init="random", optimizer="gd", seed=3, n_test=500, steps=100, device="cpu")
+    assert (r.m, r.theta, r.test_error) == (0.04652906093581868, 0.025854142949668812, 0.004584518638522203)
+
+
+def test_flat_lbfgs_is_torch_lbfgs_bit_for_bit():
+    from attnphase.simulation.lbfgs import FlatLBFGS
+
+    pb = _small(d=9, alpha=3.0)
+    risk = EmpiricalRisk(pb.train, pb.p, 0.01)
+    Q0 = torch.randn((9, 1), dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    out = []
+    for cls in (torch.optim.LBFGS, FlatLBFGS):
+        Q = Q0.clone()
+        opt = cls([Q] if cls is torch.optim.LBFGS else Q, lr=1.0, max_iter=15, max_eval=30, tolerance_grad=0.0,
+                  tolerance_change=0.0, history_size=5, line_search_fn="strong_wolfe")
+
+        def closure(Q=Q):
+            R, Q.grad = risk.value_and_grad(Q)
+            return R
+
+        for _ in range(3):
+            opt.step(closure)
+        out.append(Q.clone())
+    assert torch.equal(out[0], out[1])
+    assert not torch.equal(out[0], Q0)

@@ -38,6 +38,10 @@ def _add_training_args(p: argparse.ArgumentParser, optimizer_default: str) -> No
                    help="floating-point precision of the training (default float64)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: cuda if available, else cpu")
+    p.add_argument("--student", choices=("tied", "untied"), default="tied",
+                   help="tied query = key Q (the study's, default) or untied Q and K, each with the l2 penalty")
+    p.add_argument("--init-scale", type=float, default=None,
+                   help="standard deviation of the entries of a random start (default 0.1)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,7 +79,8 @@ def _omega(args: argparse.Namespace) -> float:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"steps": args.steps, "lr": args.lr, "gtol": args.gtol}
+    return {"steps": args.steps, "lr": args.lr, "gtol": args.gtol, "student": args.student,
+            "init_scale": args.init_scale}
 
 
 def run_simulate(args: argparse.Namespace) -> int:

@@ -50,6 +50,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", default=None, choices=DEVICES,
                    help="torch device for the simulations: cpu or cuda (default: cuda when available); not part "
                    "of a point's identity")
+    p.add_argument("--student", default="tied", choices=("tied", "untied"),
+                   help="tied query = key (default) or untied Q and K (part of each point's identity)")
     add_setting_args(p, omega=False)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1: in-process)")
@@ -108,12 +110,12 @@ def _grid_from_args(args: argparse.Namespace):
         sigma=args.sigma,
         lam=args.lam,
         A=parse_matrix(args.A),
-        options=_parse_opts(args.opt),
+        options={**_parse_opts(args.opt), **({"student": args.student} if args.student != "tied" else {})},
         device=args.device,
     )
 
 
-def check_simulation_grid(grid, workers: int = 1) -> None:  # noqa: ANN001 - a sweep.Grid
+def check_simulation_grid(grid, workers: int = 1, student: str = "tied") -> None:  # noqa: ANN001 - a sweep.Grid
     """Everything `simulate` would refuse at every grid point, refused once before the first point runs:
     unknown inits, optimizer options that are unknown or out of range, a device that is not there, and
     runs too large for this machine's memory."""
@@ -127,6 +129,7 @@ def check_simulation_grid(grid, workers: int = 1) -> None:  # noqa: ANN001 - a s
     dtype = options.pop("dtype", "float64")
     if dtype not in ("float64", "float32"):
         raise CLIError(f"--opt dtype: expected float64 or float32, got {dtype!r}")
+    options.pop("student", None)
     ridge = options.pop("linear_ridge", 0.0)
     if isinstance(ridge, bool) or not isinstance(ridge, int | float) or not ridge >= 0:
         raise CLIError(f"--opt linear_ridge: expected a number >= 0, got {ridge!r}")
@@ -138,21 +141,12 @@ def check_simulation_grid(grid, workers: int = 1) -> None:  # noqa: ANN001 - a s
         resolve_device(grid.device or "cpu")
     except ValueError as exc:
         raise CLIError(f"--device: {exc}") from None
-    _check_memory(grid, workers, dtype)
-
-
-def _check_memory(grid, workers: int, dtype: str) -> None:  # noqa: ANN001 - a sweep.Grid
-    """Refuse a grid whose largest run (times the runs in flight at once) does not fit in memory, using the
-    simulation's own estimate, before the first point runs."""
     try:
-        from attnphase.simulation.memory import check_memory  # the simulation helper's estimate
-    except ImportError:
-        # LEAD: attnphase.simulation.memory.check_memory arrives with the "sim" branch; this is its call
-        # site for the whole grid.  Until the merge nothing is checked here.
-        return
-    setting = grid.points().__next__().setting()
-    check_memory(setting, max(grid.d), max(grid.alphas), n_test=grid.n_test, optimizer=grid.optimizer,
-                 dtype=dtype, device=grid.device or "cpu", runs=workers)
+        from attnphase.simulation.basins import check_grids_memory
+
+        check_grids_memory([grid], workers, student)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -162,7 +156,7 @@ def _sweep(args: argparse.Namespace) -> int:
     grid = _grid_from_args(args)
     task = load_task(args.task) if args.task else None
     if task is None:
-        check_simulation_grid(grid, workers=args.workers)
+        check_simulation_grid(grid, workers=args.workers if args.scheduler is None else 1, student=args.student)
     from attnphase.store import check_store_file
 
     check_store_file(args.store)  # a foreign or damaged file is refused before any point runs

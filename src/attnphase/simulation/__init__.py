@@ -5,9 +5,10 @@
     res.to_dict()
 """
 
-from attnphase.simulation.experiment import INITS, SimulationResult, initial_Q, simulate
+from attnphase.simulation.experiment import INITS, SimulationResult, initial_Q, measure, simulate
 from attnphase.simulation.measure import fit_linear, generalization_error, linear_test_error, overlaps
-from attnphase.simulation.model import EmpiricalRisk, attention_matrix, attention_output, sample_errors
+from attnphase.simulation.memory import check_memory, estimate_memory
+from attnphase.simulation.model import STUDENTS, EmpiricalRisk, attention_matrix, attention_output, sample_errors
 from attnphase.simulation.sampling import Dataset, Problem, positional_encodings, sample_dataset
 from attnphase.simulation.training import DEFAULTS, OPTIMIZERS, TrainingLog, train
 
@@ -32,4 +33,8 @@ __all__ = [
     "generalization_error",
     "fit_linear",
     "linear_test_error",
+    "measure",
+    "estimate_memory",
+    "check_memory",
+    "STUDENTS",
 ]

@@ -18,11 +18,14 @@ from attnphase.simulation.measure import (
     overlaps,
     scalar_or_list,
 )
-from attnphase.simulation.model import EmpiricalRisk
+from attnphase.simulation.memory import check_memory
+from attnphase.simulation.model import EmpiricalRisk, check_student, split_weights
 from attnphase.simulation.sampling import (
     Problem,
     check_size,
     generators,
+    gram_factor,
+    position_basis,
     resolve_device,
     resolve_dtype,
     sample_dataset,
@@ -73,67 +76,156 @@ class SimulationResult:
     evaluations: int = 0
     train_seconds: float = 0.0
     stop_reason: str = ""
+    student: str = "tied"
+    init_scale: float | None = None
+    # Measurements beyond the study's keys: the untied student's per-factor overlaps (m_Q, m_K, theta_Q,
+    # theta_K, q_K, q_QK) and, for general settings, the summaries m_norm and theta_sv.
+    extra: dict[str, Any] = field(default_factory=dict)
     loss_curve: list[float] = field(default_factory=list, repr=False)
+    trajectory: list[dict[str, Any]] = field(default_factory=list, repr=False)
     Q: np.ndarray | None = field(default=None, repr=False)
     B_linear: np.ndarray | None = field(default=None, repr=False)
 
-    def to_dict(self, include_curve: bool = False) -> dict[str, Any]:
-        """Plain JSON-serialisable values (non-finite floats become None); Q and B are left out."""
+    def to_dict(self, include_curve: bool = False, include_trajectory: bool = False) -> dict[str, Any]:
+        """Plain JSON-serialisable values (non-finite floats become None); Q and B are left out, the
+        entries of `extra` become top-level keys, init_scale appears for random starts only."""
         out: dict[str, Any] = {}
         for name in SimulationResult.__dataclass_fields__:
-            if name in ("Q", "B_linear") or (name == "loss_curve" and not include_curve):
+            if name in ("Q", "B_linear", "extra") or (name == "loss_curve" and not include_curve) \
+                    or (name == "trajectory" and not include_trajectory):
+                continue
+            if name == "init_scale" and self.init_scale is None:
                 continue
             v = getattr(self, name)
             if isinstance(v, float) and not math.isfinite(v):
                 v = None
             out[name] = v
+        out.update(self.extra)
         return out
 
 
-def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int) -> tuple[torch.Tensor, str]:
-    """The starting Q (d, r) and the name recorded for it."""
+def _check_scale(init_scale: Any) -> float:
+    if isinstance(init_scale, bool) or not isinstance(init_scale, int | float) or not math.isfinite(init_scale) \
+            or init_scale <= 0:
+        raise ValueError(f"init_scale must be a finite number > 0, got {init_scale!r}")
+    return float(init_scale)
+
+
+def _positional_start(problem: Problem, r: int) -> torch.Tensor:
+    """Q in the span of the positional codes: column j = sqrt(d) e_(j mod k), e the orthonormal basis of
+    that span (e_1 = 1/sqrt(d)).  For the study's positions this is every entry 1 (m = 1)."""
+    setting, d = problem.setting, problem.d
+    if setting.is_study_geometry or np.array_equal(setting.gram, [[1.0, -1.0], [-1.0, 1.0]]):
+        return torch.full((d, r), POSITIONAL_ENTRY, dtype=torch.float64)
+    k = gram_factor(setting.gram).shape[1]
+    E = position_basis(d, k)
+    return POSITIONAL_ENTRY * math.sqrt(d) * E[torch.arange(r) % k].T.contiguous()
+
+
+def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int, student: str = "tied",
+              init_scale: float | None = None) -> tuple[torch.Tensor, str]:
+    """The starting weights and the name recorded for them: Q (d, r) for the tied student, W = [Q | K]
+    (d, 2r) for the untied one (structured starts put K = Q; random starts draw K independently).
+
+    init_scale: standard deviation of the entries of a random start (default 0.1).  Semantic start with
+    r != r*: Q*'s first r columns if r < r*; if r > r*, Q* padded with random columns of scale
+    init_scale (columns of exact zeros would stay zero under gradient descent: Q = 0 is a critical point).
+    """
     setting, d = problem.setting, problem.d
     dtype, device = problem.dtype, problem.device
+    untied = check_student(student) == "untied"
+    scale = RANDOM_INIT_STD if init_scale is None else _check_scale(init_scale)
+    cols = setting.r * (2 if untied else 1)
     if not isinstance(init, str):
         Q = torch.as_tensor(np.asarray(init, dtype=np.float64) if not torch.is_tensor(init) else init)
         Q = Q.detach().to(dtype=torch.float64)
         if Q.ndim == 1:
             Q = Q[:, None]
-        if tuple(Q.shape) != (d, setting.r):
+        if tuple(Q.shape) != (d, cols):
             raise ValueError(
-                f"Q0 must have shape ({d}, {setting.r}) (or ({d},) for r = 1), got {tuple(Q.shape)}")
+                f"Q0 must have shape ({d}, {cols}){' (Q and K side by side)' if untied else ''}"
+                f"{' (or (' + str(d) + ',) for r = 1)' if cols == 1 else ''}, got {tuple(Q.shape)}")
         if not torch.all(torch.isfinite(Q)):
             raise ValueError("Q0 must contain only finite numbers")
         return Q.to(dtype=dtype, device=device), "custom"
     if init == "positional":
-        Q = torch.full((d, setting.r), POSITIONAL_ENTRY, dtype=torch.float64)
+        Q = _positional_start(problem, setting.r)
     elif init == "positional_unit":
-        Q = torch.full((d, setting.r), 1.0 / math.sqrt(d), dtype=torch.float64)
+        Q = _positional_start(problem, setting.r) / math.sqrt(d)
+        if setting.is_study_geometry:
+            Q = torch.full((d, setting.r), 1.0 / math.sqrt(d), dtype=torch.float64)
     elif init == "semantic":
-        if setting.r != setting.r_star:
-            raise ValueError(
-                f"init 'semantic' (Q = Q*) needs r = r*, got r = {setting.r}, r* = {setting.r_star}")
-        return problem.Q_star.clone(), init
+        Qs = problem.Q_star.detach().to(device="cpu", dtype=torch.float64)
+        if setting.r <= setting.r_star:
+            Q = Qs[:, : setting.r].clone()
+        else:
+            g = generators(seed)["init"]
+            pad = scale * torch.randn((d, setting.r - setting.r_star), generator=g, dtype=torch.float64)
+            Q = torch.cat([Qs, pad], dim=1)
+        if setting.r == setting.r_star and not untied:
+            return problem.Q_star.clone(), init
     elif init == "random":
         g = generators(seed)["init"]
-        Q = RANDOM_INIT_STD * torch.randn((d, setting.r), generator=g, dtype=torch.float64)
+        Q = scale * torch.randn((d, cols), generator=g, dtype=torch.float64)
+        return Q.to(dtype=dtype, device=device), init
     else:
         raise ValueError(f"init must be one of {', '.join(INITS)} (or an array), got {init!r}")
+    if untied:
+        Q = torch.cat([Q, Q], dim=1)
     return Q.to(dtype=dtype, device=device), init
+
+
+def measure(W: torch.Tensor, problem: Problem, student: str = "tied") -> dict[str, Any]:
+    """The recorded overlaps of weights W: q, m, theta as in MODEL.md section 2 (r = r* = 1: |m|, |theta|);
+    general settings add m_norm and theta_sv; the untied student adds each factor's overlaps.
+
+    Untied student, r = r* = 1: m = sqrt(|m_Q m_K|) and theta = sqrt(|theta_Q theta_K|) (geometric means:
+    at Q = K they are the tied student's |m| and |theta|, and they are invariant under the symmetry
+    (Q, K) -> (c Q, K / c) of the scores); q = sigma^2 Q^T K / d (the score's bilinear form).  For r > 1
+    the untied record's q, m, theta are those of Q.
+    """
+    setting = problem.setting
+    sigma = setting.sigma
+    Q, K = split_weights(W, student)
+    p = None if setting.is_study_geometry else problem.p
+    ov = overlaps(Q, problem.Q_star, sigma, p)
+    out: dict[str, Any] = {"q": scalar_or_list(ov.q, absolute=False), "m": scalar_or_list(ov.m, absolute=True),
+                           "theta": scalar_or_list(ov.theta, absolute=True)}
+    if not setting.is_study_geometry:
+        out["m_norm"] = ov.m_norm
+        out["theta_sv"] = ov.theta_sv
+    if student == "untied":
+        ok = overlaps(K, problem.Q_star, sigma, p)
+        Qd, Kd = Q.detach().to(torch.float64), K.detach().to(torch.float64)
+        qqk = (sigma**2 * Qd.T @ Kd / problem.d).cpu().numpy()
+        out.update({"m_Q": scalar_or_list(ov.m, False), "m_K": scalar_or_list(ok.m, False),
+                    "theta_Q": scalar_or_list(ov.theta, False), "theta_K": scalar_or_list(ok.theta, False),
+                    "q_Q": scalar_or_list(ov.q, False), "q_K": scalar_or_list(ok.q, False),
+                    "q_QK": scalar_or_list(qqk, False)})
+        if ov.m.size == 1 and ov.theta.size == 1:
+            out["m"] = math.sqrt(abs(float(ov.m.reshape(())) * float(ok.m.reshape(()))))
+            out["theta"] = math.sqrt(abs(float(ov.theta.reshape(())) * float(ok.theta.reshape(()))))
+            out["q"] = float(qqk.reshape(()))
+    return out
 
 
 def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "positional",
              optimizer: str = "gd", seed: int = 0, n_test: int = 10000, dtype: str = "float64",
-             device: str | None = None, Q0: np.ndarray | torch.Tensor | None = None,
+             device: str | None = None, Q0: np.ndarray | torch.Tensor | None = None, student: str = "tied",
+             init_scale: float | None = None, record_every: int = 0,
              **optimizer_options: Any) -> SimulationResult:
     """Train the attention layer on n = round(alpha d) samples and measure it (MODEL.md sections 1-2, 5).
 
-    init: "positional" (every entry of Q equal to 1: m = 1), "semantic" (Q = Q*), "random"
-    (iid N(0, 0.1^2)), "positional_unit" (every entry 1/sqrt(d)), or an array of shape (d, r); Q0, if
-    given, overrides init (recorded as "custom").
+    init: "positional" (Q in the span of the positional codes; study: every entry 1, m = 1), "semantic"
+    (Q = Q*), "random" (iid N(0, init_scale^2), default scale 0.1), "positional_unit" (the positional
+    start divided by sqrt(d)), or an array of shape (d, r) ((d, 2r) = [Q | K] untied); Q0, if given,
+    overrides init (recorded as "custom").
     optimizer: "gd" (lr 0.15, 5000 steps), "adam" (lr 0.01, 2500 steps) or "lbfgs" (to g_rms <= 1e-9);
     options steps, lr, gtol (and history for lbfgs) override the defaults.  linear_ridge (default 0)
     sets the ridge of the closed-form linear baseline.
+    student: "tied" (Q = K, the study's) or "untied" (separate Q and K, each with the l2 penalty).
+    record_every: keep a trajectory (step, train_loss, q, m, theta, ...) every that many steps.
+    The run's memory is estimated first; a run that cannot fit is refused with a ValueError.
     """
     t0 = time.perf_counter()
     linear_ridge = optimizer_options.pop("linear_ridge", 0.0) or 0.0
@@ -144,20 +236,29 @@ def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "p
     n = check_size(d, alpha)
     if isinstance(init, str) and init not in INITS and Q0 is None:
         raise ValueError(f"init must be one of {', '.join(INITS)} (or an array), got {init!r}")
+    check_student(student)
+    if init_scale is not None:
+        init_scale = _check_scale(init_scale)
+    if isinstance(n_test, bool) or not isinstance(n_test, int | np.integer) or n_test < 1:
+        raise ValueError(f"n_test must be a positive integer, got {n_test!r}")
     opts = _merged_options(optimizer, optimizer_options)
     tdtype, dev = resolve_dtype(dtype), resolve_device(device)
+    check_memory(setting, d, alpha, int(n_test), optimizer, student, str(tdtype).removeprefix("torch."), str(dev))
 
     problem = sample_dataset(setting, d, alpha, seed=seed, n_test=n_test, dtype=tdtype, device=dev)
-    Qinit, init_name = initial_Q(Q0 if Q0 is not None else init, problem, seed)
-    risk = EmpiricalRisk(problem.train, problem.p, setting.lam)
-    Q, log = train(risk, Qinit, optimizer, **opts)
+    Qinit, init_name = initial_Q(Q0 if Q0 is not None else init, problem, seed, student, init_scale)
+    risk = EmpiricalRisk(problem.train, problem.p, setting.lam, student)
+    observe = (lambda W: measure(W, problem, student)) if record_every else None
+    Q, log = train(risk, Qinit, optimizer, record_every=record_every, observe=observe, **opts)
 
-    ov = overlaps(Q, problem.Q_star, setting.sigma)
+    ov = measure(Q, problem, student)
     with torch.no_grad():
         train_loss = float(risk(Q)) / d
-    te = generalization_error(problem.test, problem.p, Q)
+    Qm, Km = split_weights(Q, student)
+    te = generalization_error(problem.test, problem.p, Qm, None if student == "tied" else Km)
     B = fit_linear(problem.train, ridge=linear_ridge)
     te_lin = linear_test_error(problem.test, B)
+    extra = {k: v for k, v in ov.items() if k not in ("q", "m", "theta")}
     return SimulationResult(
         d=int(d),
         n=n,
@@ -168,9 +269,9 @@ def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "p
         init=init_name,
         optimizer=optimizer,
         seed=int(seed),
-        q=scalar_or_list(ov.q, absolute=False),
-        m=scalar_or_list(ov.m, absolute=True),
-        theta=scalar_or_list(ov.theta, absolute=True),
+        q=ov["q"],
+        m=ov["m"],
+        theta=ov["theta"],
         train_loss=train_loss,
         test_error=te,
         test_error_linear=te_lin,
@@ -186,7 +287,11 @@ def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "p
         evaluations=int(log.evaluations),
         train_seconds=log.seconds,
         stop_reason=log.stop_reason,
+        student=student,
+        init_scale=(init_scale if init_scale is not None else RANDOM_INIT_STD) if init_name == "random" else None,
+        extra=extra,
         loss_curve=log.loss_curve,
+        trajectory=log.trajectory,
         Q=Q.detach().cpu().numpy(),
         B_linear=B.cpu().numpy(),
     )

@@ -14,27 +14,47 @@ from attnphase.simulation.sampling import Dataset
 
 @dataclass
 class Overlaps:
-    """q = sigma^2 Q^T Q / d (r x r), m = 1^T Q / d = p_1^T Q / sqrt(d) (r), theta = sigma^2 Q^T Q* / d."""
+    """q = sigma^2 Q^T Q / d (r x r), m_l = p_l^T Q / sqrt(d) (L x r), theta = sigma^2 Q^T Q* / d (r x r*).
+
+    For the study's setting (p = None below), m holds only m_1 = 1^T Q / d (shape (r,); m_2 = -m_1),
+    computed as before so that the recorded numbers stay what they were.
+    """
 
     q: np.ndarray
     m: np.ndarray
     theta: np.ndarray
 
+    @property
+    def m_norm(self) -> float:
+        """Frobenius norm of m (a scalar summary for plots)."""
+        return float(np.linalg.norm(self.m))
 
-def overlaps(Q: torch.Tensor, Q_star: torch.Tensor, sigma: float) -> Overlaps:
+    @property
+    def theta_sv(self) -> list[float]:
+        """Singular values of theta, largest first."""
+        return np.linalg.svd(np.atleast_2d(self.theta), compute_uv=False).tolist()
+
+
+def overlaps(Q: torch.Tensor, Q_star: torch.Tensor, sigma: float, p: torch.Tensor | None = None) -> Overlaps:
+    """Overlaps of a student matrix Q (d, r).  p (L, d): the positional encodings (m is then L x r); None
+    gives the study's m_1 = 1^T Q / d."""
     d = Q.shape[0]
     Qd = Q.detach().to(torch.float64)
     Qs = Q_star.detach().to(torch.float64)
+    if p is None:
+        m = Qd.sum(dim=0) / d
+    else:
+        m = p.detach().to(torch.float64) @ Qd / math.sqrt(d)
     return Overlaps(
         q=(sigma**2 * Qd.T @ Qd / d).cpu().numpy(),
-        m=(Qd.sum(dim=0) / d).cpu().numpy(),
+        m=m.cpu().numpy(),
         theta=(sigma**2 * Qd.T @ Qs / d).cpu().numpy(),
     )
 
 
-def generalization_error(data: Dataset, p: torch.Tensor, Q: torch.Tensor) -> float:
-    """Mean over the test set of ||y - yhat||_F^2 / (2d)."""
-    return float(sample_errors(data, p, Q).mean())
+def generalization_error(data: Dataset, p: torch.Tensor, Q: torch.Tensor, K: torch.Tensor | None = None) -> float:
+    """Mean over the test set of ||y - yhat||_F^2 / (2d) (K: the untied student's key matrix)."""
+    return float(sample_errors(data, p, Q, K=K).mean())
 
 
 def fit_linear(data: Dataset, ridge: float = 0.0) -> torch.Tensor:

@@ -59,13 +59,70 @@ def generators(seed: int) -> dict[str, torch.Generator]:
     return out
 
 
+# Fixed seed of the extra orthonormal directions used for non-antipodal positional codes (part of the
+# model's definition, not of an experiment's randomness: every seed sees the same positions).
+_POSITIONS_SEED = 20240207
+
+
+def position_basis(d: int, k: int, dtype: torch.dtype = torch.float64,
+                   device: torch.device | str = "cpu") -> torch.Tensor:
+    """k orthonormal vectors e_1..e_k in R^d (rows), e_1 = (1, ..., 1)/sqrt(d).
+
+    The others are a fixed pseudo-random draw (seed _POSITIONS_SEED) orthonormalised against e_1 and each
+    other by QR: deterministic, and generic (no alignment with the coordinate axes or with the teacher).
+    """
+    if k > d:
+        raise ValueError(f"positional codes of rank {k} need d >= {k}, got d = {d}")
+    e1 = torch.full((d,), 1.0 / math.sqrt(d), dtype=torch.float64)
+    if k == 1:
+        return e1[None, :].to(dtype=dtype, device=device)
+    g = torch.Generator(device="cpu")
+    g.manual_seed(_POSITIONS_SEED)
+    M = torch.cat([e1[:, None], torch.randn((d, k - 1), generator=g, dtype=torch.float64)], dim=1)
+    U, R = torch.linalg.qr(M)
+    U = U * torch.sign(torch.diagonal(R))[None, :]  # QR's sign convention: make e_1 come out as +1/sqrt(d)
+    U[:, 0] = e1
+    return U.T.contiguous().to(dtype=dtype, device=device)
+
+
+def gram_factor(G: np.ndarray, tol: float = 1e-12) -> np.ndarray:
+    """C (L x k) with C C^T = G, k = rank(G): eigenvectors of the k largest eigenvalues, scaled by their
+    square roots, each column's sign fixed so that its first non-zero entry is positive."""
+    G = np.asarray(G, dtype=np.float64)
+    w, U = np.linalg.eigh(G)
+    order = np.argsort(w)[::-1]
+    w, U = w[order], U[:, order]
+    keep = w > tol * max(1.0, float(np.abs(w).max()))
+    w, U = w[keep], U[:, keep]
+    for j in range(U.shape[1]):
+        nz = np.flatnonzero(np.abs(U[:, j]) > 1e-12)
+        if nz.size and U[nz[0], j] < 0:
+            U[:, j] = -U[:, j]
+    return U * np.sqrt(w)[None, :]
+
+
 def positional_encodings(d: int, L: int = 2, dtype: torch.dtype = torch.float64,
-                         device: torch.device | str = "cpu") -> torch.Tensor:
-    """p_1 = -p_2 = (1, ..., 1)/sqrt(d), shape (L, d) (the study's antipodal unit-norm encodings)."""
-    if L != 2:
-        raise ValueError(f"positional encodings are defined for L = 2 only, got L = {L}")
-    p1 = torch.full((d,), 1.0 / math.sqrt(d), dtype=dtype, device=device)
-    return torch.stack([p1, -p1])
+                         device: torch.device | str = "cpu", gram: np.ndarray | None = None) -> torch.Tensor:
+    """Positional encodings p_1..p_L (rows, shape (L, d)) with p_l . p_k = G_lk.
+
+    G = C C^T (see gram_factor), p_l = sum_j C_lj e_j with the orthonormal e_j of position_basis.  The
+    study's antipodal G (the default for L = 2) gives exactly p_1 = -p_2 = (1, ..., 1)/sqrt(d), built
+    directly so that its numbers (and every result derived from them) stay bit for bit what they were.
+    """
+    if gram is None:
+        if L != 2:
+            raise ValueError(f"positional encodings need a Gram matrix for L = {L} (the antipodal default is L = 2)")
+        gram = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    G = np.asarray(gram, dtype=np.float64)
+    if G.shape != (L, L):
+        raise ValueError(f"Gram matrix must be {L} x {L}, got shape {G.shape}")
+    if L == 2 and np.array_equal(G, np.array([[1.0, -1.0], [-1.0, 1.0]])):
+        p1 = torch.full((d,), 1.0 / math.sqrt(d), dtype=dtype, device=device)
+        return torch.stack([p1, -p1])
+    C = gram_factor(G)
+    E = position_basis(d, C.shape[1])
+    P = torch.as_tensor(C, dtype=torch.float64) @ E
+    return P.to(dtype=dtype, device=device)
 
 
 def teacher_attention(setting: Setting, x: torch.Tensor, Q_star: torch.Tensor) -> torch.Tensor:
@@ -151,7 +208,6 @@ def sample_dataset(setting: Setting, d: int, alpha: float, seed: int = 0, n_test
     n = check_size(d, alpha)
     if isinstance(n_test, bool) or not isinstance(n_test, int | np.integer) or n_test < 1:
         raise ValueError(f"n_test must be a positive integer, got {n_test!r}")
-    setting.gram  # noqa: B018 - raises the Setting's own error for L != 2
     tdtype, dev = resolve_dtype(dtype), resolve_device(device)
     gens = generators(seed)
     d = int(d)
@@ -163,7 +219,7 @@ def sample_dataset(setting: Setting, d: int, alpha: float, seed: int = 0, n_test
         d=d,
         seed=int(seed),
         Q_star=Q_star.to(dtype=tdtype, device=dev),
-        p=positional_encodings(d, setting.L, tdtype, dev),
+        p=positional_encodings(d, setting.L, tdtype, dev, gram=setting.gram),
         train=train.to(tdtype, dev),
         test=test.to(tdtype, dev),
     )

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from attnphase.simulation.lbfgs import FlatLBFGS
 from attnphase.simulation.model import EmpiricalRisk
 
 OPTIMIZERS = ("gd", "adam", "lbfgs")
@@ -73,6 +75,24 @@ class TrainingLog:
     seconds: float
     stop_reason: str
     loss_curve: list[float] = field(default_factory=list)
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Tracer:
+    """Records (step, R/d, observe(Q)) every `every` gradient evaluations; a no-op when every = 0."""
+
+    def __init__(self, every: int, observe: Callable[[torch.Tensor], dict[str, Any]] | None, d: int) -> None:
+        self.every, self.observe, self.d = int(every), observe, d
+        self.count = 0
+        self.rows: list[dict[str, Any]] = []
+
+    def __call__(self, Q: torch.Tensor, R: float, force: bool = False) -> None:
+        if self.every and (force or self.count % self.every == 0):
+            row = {"step": self.count, "train_loss": R / self.d}
+            if self.observe is not None:
+                row.update(self.observe(Q))
+            self.rows.append(row)
+        self.count += 1
 
 
 def optimizer_options(optimizer: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -111,16 +131,28 @@ def _rms(g: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(g)) / math.sqrt(g.numel())
 
 
-def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd",
+def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd", record_every: int = 0,
+          observe: Callable[[torch.Tensor], dict[str, Any]] | None = None,
           **options: Any) -> tuple[torch.Tensor, TrainingLog]:
-    """Minimise risk(Q) from Q0; returns the final Q (detached) and a TrainingLog."""
+    """Minimise risk(Q) from Q0; returns the final Q (detached) and a TrainingLog.
+
+    record_every = k > 0 keeps a trajectory: every k-th gradient evaluation (gd/adam: every k steps; lbfgs:
+    its warm-up steps, then every k-th evaluation that lowers the risk below all earlier ones, so that
+    rejected line-search trials are left out) and the end point, each as {step, train_loss,
+    **observe(Q)} in TrainingLog.trajectory.
+    """
     opts = optimizer_options(optimizer, options)
     opts["gtol"] = max(opts["gtol"], _GTOL_FLOOR.get(Q0.dtype, 0.0))
+    if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 0:
+        raise ValueError(f"record_every must be an integer >= 0, got {record_every!r}")
+    tracer = _Tracer(record_every, observe, risk.d)
+    opts["_trace"] = tracer
     t0 = time.perf_counter()
     runner = {"gd": _gd, "adam": _adam, "lbfgs": _lbfgs}[optimizer]
     with _threads_for(risk):
         Q, steps, evals, curve, reason = runner(risk, Q0.detach().clone(), opts)
         R, g = risk.value_and_grad(Q)
+        tracer(Q, R, force=True)
     rms = _rms(g)
     finite = math.isfinite(R) and math.isfinite(rms)
     if not finite:
@@ -142,6 +174,7 @@ def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd",
         seconds=time.perf_counter() - t0,
         stop_reason=reason,
         loss_curve=curve,
+        trajectory=tracer.rows,
     )
 
 
@@ -151,9 +184,12 @@ def _every(steps: int) -> int:
 
 def _gd(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     lr, steps, every = opts["lr"], opts["steps"], _every(opts["steps"])
+    trace = opts.get("_trace")
     curve: list[float] = []
     for t in range(steps):
         R, g = risk.value_and_grad(Q)
+        if trace is not None:
+            trace(Q, R)
         if t % every == 0:
             curve.append(R / risk.d)
             if not math.isfinite(R):
@@ -165,9 +201,12 @@ def _gd(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
 def _adam(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     steps, every = opts["steps"], _every(opts["steps"])
     opt = torch.optim.Adam([Q], lr=opts["lr"])
+    trace = opts.get("_trace")
     curve: list[float] = []
     for t in range(steps):
         R, Q.grad = risk.value_and_grad(Q)
+        if trace is not None:
+            trace(Q.detach(), R)
         if t % every == 0:
             curve.append(R / risk.d)
             if not math.isfinite(R):
@@ -181,29 +220,40 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     warm_steps, warm_evals, warm_curve = 0, 0, []
     if opts["warmup"]:
         Q, warm_steps, warm_evals, warm_curve, reason = _gd(
-            risk, Q, {"lr": opts["warmup_lr"], "steps": opts["warmup"]})
+            risk, Q, {"lr": opts["warmup_lr"], "steps": opts["warmup"], "_trace": opts.get("_trace")})
         if reason:
             return Q, warm_steps, warm_evals, warm_curve, reason
     Qp = Q.clone()
     # torch stops on max|g| <= tolerance_grad, which implies our g_rms <= gtol; our own check between
     # short chunks catches the (usual) case where the rms criterion is met first.
     chunk = 25
-    opt = torch.optim.LBFGS([Qp], lr=opts["lr"], max_iter=chunk, max_eval=chunk * 2,
-                            tolerance_grad=gtol, tolerance_change=0.0, history_size=opts["history"],
-                            line_search_fn="strong_wolfe")
+    opt = FlatLBFGS(Qp, lr=opts["lr"], max_iter=chunk, max_eval=chunk * 2, tolerance_grad=gtol,
+                    tolerance_change=0.0, history_size=opts["history"], line_search_fn="strong_wolfe")
     curve: list[float] = []
+    trace = opts.get("_trace")
+    best = [math.inf]
+    last: list[Any] = [None, math.nan, None]  # the latest evaluation: point, R, gradient
 
     def closure() -> float:
         R, Qp.grad = risk.value_and_grad(Qp)
         curve.append(R / risk.d)
+        last[0], last[1], last[2] = Qp.detach().clone(), R, Qp.grad
+        # trajectories keep only evaluations that improve on the best so far: line-search trials that
+        # overshoot are not points of the descent
+        if trace is not None and R < best[0]:
+            best[0] = R
+            trace(Qp.detach(), R)
         return R
 
     reason = f"max_iter = {max_iter} iterations reached"
     state_iter, prev_R = 0, math.inf
     while state_iter < max_iter:
         opt.step(closure)
-        state_iter = opt.state[Qp].get("n_iter", 0)
-        R, g = risk.value_and_grad(Qp)
+        state_iter = opt.state.get("n_iter", 0)
+        if last[0] is not None and torch.equal(last[0], Qp):
+            R, g = last[1], last[2]  # the line search ended on its last trial point: no need to re-evaluate
+        else:
+            R, g = risk.value_and_grad(Qp)
         if _rms(g) <= gtol:
             reason = "gradient below tolerance"
             break

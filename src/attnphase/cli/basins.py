@@ -1,0 +1,91 @@
+"""`attnphase basins`: random starts per (alpha, omega), trained and classified against the theory's minima."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from attnphase.cli.common import add_setting_args, parse_int_spec, parse_spec
+
+OPTIMIZERS = ("gd", "adam", "lbfgs")
+STUDENTS = ("tied", "untied")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "basins",
+        help="which minimum training finds from random starts (resumable SQLite store)",
+        description="For every (d, alpha, omega) train N random starts (Q with iid N(0, S^2) entries) and classify "
+        "each end point as positional, semantic or other by its relative distance in (m, theta) to the theory's "
+        "fixed points (nearest branch within 0.5 of its own norm, else other). Results go to the same resumable "
+        "store as `attnphase sweep`; `attnphase export` writes one row per start with the class in column 'basin'.",
+    )
+    p.add_argument("--store", required=True, help="SQLite results file (created if missing)")
+    p.add_argument("--d", required=True, help="dimension(s): an integer or a comma list")
+    p.add_argument("--alphas", required=True, help="sample complexities: number, comma list or start:stop:num")
+    p.add_argument("--omegas", required=True, help="positional weights: number, comma list or start:stop:num")
+    p.add_argument("--inits-per-point", type=int, default=16, help="random starts per (d, alpha, omega) (default 16)")
+    p.add_argument("--init-scale", default="0.01,1",
+                   help="standard deviation(s) of the initial entries; comma list (default 0.01,1: the "
+                        "small-initialisation limit and the teacher's scale)")
+    p.add_argument("--inits", default="random",
+                   help="starts: random (default), or positional / semantic (the structured starts of simulate)")
+    p.add_argument("--optimizer", default="lbfgs", choices=OPTIMIZERS,
+                   help="default lbfgs after 1000 gradient-descent steps (warmup), so that GD picks the basin")
+    p.add_argument("--student", default="tied", choices=STUDENTS, help="tied Q = K (default) or untied Q, K")
+    p.add_argument("--seeds", default=None, help="seeds of the starts (default 0..N-1); their number must be N")
+    p.add_argument("--n-test", type=int, default=10000, help="fresh test samples per run (default 10000)")
+    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lbfgs: maximum iterations)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate")
+    p.add_argument("--warmup", type=int, default=None, help="lbfgs: gradient-descent steps first (default 1000)")
+    p.add_argument("--record-every", type=int, default=0, help="store a trajectory every K steps (default off)")
+    p.add_argument("--device", default=None, help="torch device (not part of the identity)")
+    add_setting_args(p, omega=False)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS", help="address of a Dask scheduler")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_basins)
+
+
+def _grids(args: argparse.Namespace) -> list:
+    from attnphase.setting import parse_matrix
+    from attnphase.simulation.basins import basins_grids
+
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.n_test < 1:
+        raise ValueError(f"--n-test must be >= 1, got {args.n_test}")
+    if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
+        raise ValueError(f"--device must be cpu or cuda, got {args.device!r}")
+    if args.device and str(args.device).startswith("cuda"):
+        from attnphase.simulation.sampling import resolve_device
+
+        resolve_device(args.device)
+    options: dict[str, Any] = {k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v is not None}
+    if args.warmup is not None:
+        if args.optimizer != "lbfgs":
+            raise ValueError("--warmup applies to --optimizer lbfgs only")
+        options["warmup"] = args.warmup
+    if args.record_every:
+        options["record_every"] = args.record_every
+    seeds = parse_int_spec(args.seeds, "--seeds") if args.seeds is not None else None
+    return basins_grids(
+        d=tuple(parse_int_spec(args.d, "--d")), alphas=tuple(parse_spec(args.alphas, "--alphas")),
+        omegas=tuple(parse_spec(args.omegas, "--omegas")), inits_per_point=args.inits_per_point,
+        init_scales=tuple(parse_spec(args.init_scale, "--init-scale")), optimizer=args.optimizer,
+        student=args.student, seeds=seeds, inits=tuple(s.strip() for s in args.inits.split(",") if s.strip()),
+        n_test=args.n_test, options=options, sigma=args.sigma, lam=args.lam, A=parse_matrix(args.A),
+        device=args.device)
+
+
+def _basins(args: argparse.Namespace) -> int:
+    from attnphase.simulation.basins import check_grids_memory, run_basins
+
+    grids = _grids(args)
+    check_grids_memory(grids, args.workers if args.scheduler is None else 1, args.student)
+    summary = run_basins(args.store, grids, workers=args.workers if args.scheduler is None else 1,
+                         scheduler=args.scheduler, progress=not args.no_progress, student=args.student)
+    print(f"attnphase basins: {summary.line()}", file=sys.stderr)
+    return 1 if summary.failed else 0
