@@ -272,3 +272,109 @@ def test_fixed_points_and_transitions_round_trip_through_the_store(tmp_path: Pat
         assert cache.get_curve(s.replace(omega=0.2), (0.5, 1.0, 1.5), "positional", "fast") is None
         assert cache.get_transition(s, "fast", n_grid=4).alpha_c == pytest.approx(tr.alpha_c)
         assert cache.get_transition(s, "fast", n_grid=5) is None
+
+
+# -- the basins part ------------------------------------------------------------------------------------------
+
+def _basin_of(alpha: float, seed: int) -> str:
+    """The fake start's end point: semantic for large alpha, one 'other' start at alpha = 0.5."""
+    if alpha >= 1.5 or (alpha == 1.0 and seed == 0):
+        return "semantic"
+    return "other" if (alpha == 0.5 and seed == 2) else "positional"
+
+
+_FAKE_LOSS = {"positional": 0.002, "semantic": 0.001, "other": 0.005}
+
+
+def fake_basins_task(point: Any) -> dict:
+    """Shaped like basins_task(point): a simulation record plus the classification columns and a trajectory."""
+    c = _basin_of(point.alpha, point.seed)
+    rec = fake_task(point)
+    rec.update(init_scale=json.loads(point.options)["init_scale"], student="tied", basin=c,
+               train_loss=_FAKE_LOSS[c] * (1 + 0.1 * point.seed),
+               trajectory=[{"step": s, "m": 0.1, "theta": 0.01 * s, "train_loss": 0.01 / (s + 1), "q": 0.2}
+                           for s in range(0, 50, 10)])
+    for b, m, th, loss in (("positional", 0.3, 0.0, 0.0021), ("semantic", 0.0, 0.25, 0.0011)):
+        rec.update({f"theory_{b}_status": "ok", f"theory_{b}_m": m, f"theory_{b}_theta": th,
+                    f"theory_{b}_train_loss": loss, f"basin_distance_{b}": 0.1})
+    return rec
+
+
+def _tiny_basins_plan() -> report.Plan:
+    from attnphase.basins import QuickPlan
+
+    bp = QuickPlan(heat_d=8, heat_alphas=(0.5, 1.0, 1.5), heat_omegas=(0.1, 0.3), fraction_ds=(4, 8),
+                   fraction_omega=0.3, starts=3, init_scale=1.0, n_test=100, trajectory_d=8, trajectory_alpha=1.5,
+                   record_every=10)
+    return report.Plan(**{**_tiny_plan().__dict__, "basins": bp})
+
+
+def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from attnphase import plots_basins
+    from attnphase.basins import basins_summary
+    from attnphase.reproduce import pipeline
+    from attnphase.reproduce.basins import FIGURES_BASINS
+    from attnphase.reproduce.markdown import fraction_text
+    from attnphase.reproduce.simulations import sim_frame
+
+    _install(monkeypatch, FakeTheory())
+    monkeypatch.setattr(pipeline, "make_figures", lambda *a: ({}, []))  # (a)-(e) are tested above; seconds each
+    drawn: dict[str, Any] = {}
+    save = plots_basins.save
+    monkeypatch.setattr(plots_basins, "save", lambda fig, out: (drawn.__setitem__(Path(out).name, fig), save(fig, out))[1])
+    out = tmp_path / "rep"
+    plan = _tiny_basins_plan()
+    text = report.reproduce(out, plan=plan, task=fake_task, basins_task=fake_basins_task, progress=False).read_text()
+    store = out / "results.sqlite"
+
+    # One store: 3 starts at each of (d = 8: 2 omegas x 3 alphas) + (d = 4: 3 alphas at omega 0.3).
+    summ = basins_summary(store)
+    assert summ["total_starts"] == 3 * (6 + 3)
+    assert "## Basins of attraction" in text and summ["rule"] in text
+    assert "This run: 27 starts, 27 trained now, 0 found in the store, 0 failed" in text
+    for p in summ["points"]:
+        # the expected counts from the fake rule itself, independently of the summary code
+        k = sum(_basin_of(p["alpha"], s) == "semantic" for s in range(3))
+        assert p["n"] == 3 and p["n_semantic"] == k
+        f = k / 3
+        se = max(math.sqrt(f * (1 - f) / 3), 1 / 8)
+        side = "below" if p["alpha"] < 0.2 + 2.5 * p["omega"] else "above"
+        row = (f"| {p['d']} | {p['omega']:g} | {p['alpha']:g} | {side} | 3 | {f:.2f} ± {se:.2f} | {fraction_text(p['positional_fraction'], p['positional_se'])} | ")
+        assert row in text, row
+    # mean train loss per class at d = 8, omega = 0.3, alpha = 1: seed 0 semantic, seeds 1, 2 positional
+    assert "| 8 | 0.3 | 1 | above | 3 | 0.33 ± 0.27 | 0.67 ± 0.27 | 0.00 ± 0.12 | 3 | 0.0023 / 0.001 / - |" in text
+    # alpha_c(0.3) = 0.95: below it only alpha = 0.5 (0 of 3 semantic), above 1 and 1.5 (1 + 3 of 6)
+    assert "- d = 8, omega = 0.3, alpha_c = 0.95: below alpha_c: 0/3 = 0.00 ± 0.12; above alpha_c: 4/6 = 0.67 ± 0.19" in text
+    assert "first alpha with a semantic majority: 1.5" in text
+
+    for stem in FIGURES_BASINS.values():
+        assert (out / f"{stem}.png").is_file() and (out / f"{stem}.pdf").is_file()
+        assert f"]({stem}.png)" in text
+    # Heat map: one cell per (alpha, omega) of d = 8 with its stored count; alpha_c from the reproduction's
+    # transitions (the fake's 0.2 + 2.5 omega at the phase diagram's omegas).
+    heat = drawn[FIGURES_BASINS["basins_heatmap"]]
+    cells = sorted(t.get_text() for t in heat.axes[0].texts)
+    assert cells == sorted(f"{sum(_basin_of(a, s) == 'semantic' for s in range(3))}/3"
+                           for a in (0.5, 1.0, 1.5) for _ in (0.1, 0.3))
+    (ac_line,) = [ln for ln in heat.axes[0].get_lines() if ln.get_label() == "alpha_c"]
+    assert np.allclose(ac_line.get_xdata(), [0.2 + 2.5 * w for w in (0.1, 0.3)])
+    # Fraction figure: one curve per d; alpha_c at 0.95.
+    frac = drawn[FIGURES_BASINS["basins_fraction"]]
+    assert np.allclose([ln.get_xdata()[0] for ln in frac.axes[0].get_lines() if "alpha_c" in ln.get_label()], 0.95)
+    # Trajectories: the stored ones at d = 8, alpha = 1.5 (all 3 semantic), with the stored theory values.
+    traj = drawn[FIGURES_BASINS["basins_trajectories"]]
+    thetas = [ln for ln in traj.axes[1].get_lines() if len(ln.get_xdata()) == 5]
+    assert len(thetas) == 3 and np.allclose(thetas[0].get_ydata(), [0.0, 0.1, 0.2, 0.3, 0.4])
+    assert any(np.allclose(ln.get_ydata(), 0.25) for ln in traj.axes[1].get_lines() if len(ln.get_xdata()) == 2)
+
+    # The plain simulations' frame leaves the random starts out (figures (a)-(e) never see them).
+    sims = sim_frame(plan, store)
+    assert set(sims["init"]) == {"positional", "semantic"} and len(sims) == 12
+
+    # Rerun: no start is trained again and the numbers are the same.
+    def boom(*a: Any, **k: Any) -> None:
+        raise AssertionError("retrained a stored start")
+
+    text2 = report.reproduce(out, plan=plan, task=boom, basins_task=boom, progress=False).read_text()
+    assert "This run: 27 starts, 0 trained now, 27 found in the store, 0 failed" in text2
+    assert "above alpha_c: 4/6 = 0.67 ± 0.19" in text2

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from attnphase.reproduce.basins import BasinsRun, at_omega, pooled, summary_points
 from attnphase.reproduce.plan import Plan
 from attnphase.reproduce.records import _opt_float, status_text
 from attnphase.reproduce.simulations import SimSet
@@ -64,11 +65,101 @@ def _img(paths: Mapping[str, list[Path]], name: str, caption: str) -> str:
     return f"![{name.replace('_', ' ')}]({png.name})\n\n*{caption}* ([PDF]({pdf.name}))\n"
 
 
+def fraction_text(f: Any, se: Any) -> str:
+    """A fraction with its binomial standard error, as the basins table writes it."""
+    return "-" if _opt_float(f) is None else f"{float(f):.2f} ± {float(se):.2f}"
+
+
+def _side(alpha: float, ac: float | None) -> str:
+    if ac is None:
+        return "-"
+    return "below" if alpha < ac - 1e-12 else ("above" if alpha > ac + 1e-12 else "at")
+
+
+def basins_section(plan: Plan, run: BasinsRun | None, fields: Sequence[Mapping[str, float | None]],
+                   store: Path, figures: Mapping[str, list[Path]]) -> list[str]:
+    """The report's basins section: grid, rule, fractions with binomial errors per alpha, mean losses per
+    class, and the fractions below / above alpha_c, all from the store (``basins_summary``)."""
+    bp = plan.basins
+    if bp is None:
+        return []
+    summ = summary_points(bp, store)
+    pts = summ["points"]
+    out = ["## Basins of attraction: which minimum training reaches from a random start\n"]
+    out.append(f"Random starts: initial Q with i.i.d. N(0, {bp.init_scale:g}^2) entries; seed k (k = 0..{bp.starts - 1}) "
+               "draws its own teacher, data set and initial Q; training: 1000 plain gradient-descent steps at the "
+               "study's learning rate (they choose the basin), then L-BFGS inside it; n_test = "
+               f"{bp.n_test}. Grid: d = {bp.heat_d} over omega in {{{', '.join(f'{w:g}' for w in bp.heat_omegas)}}}, "
+               f"d in {{{', '.join(str(d) for d in bp.fraction_ds)}}} at omega = {bp.fraction_omega:g}, alpha in "
+               f"{{{', '.join(f'{a:g}' for a in bp.heat_alphas)}}}, {bp.starts} starts per point. One row per start "
+               f"in `{STORE_NAME}` (rerunning skips finished starts).\n")
+    if run is not None:
+        out.append(f"This run: {run.total} starts, {run.ran} trained now, {run.skipped} found in the store, "
+                   f"{run.failed} failed ({run.seconds:.1f} s).\n")
+    out.append(f"**Classification rule.** D_B = ||(m, theta) - (m_B, theta_B)|| / ||(m_B, theta_B)|| for each "
+               "branch B whose theory fixed point exists at that (alpha, omega) (state evolution, precision fast); "
+               f"the end point belongs to the {summ['rule']}.\n")
+    if not pts:
+        out.append("*No basins results in the store.*\n")
+        return out
+    conv = summ["converged_fraction"]
+    out.append(f"{sum(int(p['n']) for p in pts)} starts in this grid; "
+               f"{'-' if conv is None else f'{100 * conv:.0f}'}% of the store's basins starts converged. "
+               "Fractions: count / starts ± binomial standard error sqrt(f (1 - f) / n) (at least 1 / (2 (n + 1))). "
+               "Mean train losses per class of end point; theory: the train loss of each branch's fixed point "
+               "('-': the branch does not exist there).\n")
+    out.append("| d | omega | alpha | vs alpha_c | starts | semantic | positional | other | converged | "
+               "mean train loss pos / sem / other | theory train loss pos / sem |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|")
+    for p in sorted(pts, key=lambda p: (p["d"], p["omega"], p["alpha"])):
+        ac = at_omega(fields, float(p["omega"]))["alpha_c"]
+        losses = " / ".join(_f(p.get(f"{c}_train_loss_mean")) for c in ("positional", "semantic", "other"))
+        theory = " / ".join(_f(p.get(f"theory_{b}_train_loss")) for b in ("positional", "semantic"))
+        out.append(f"| {int(p['d'])} | {float(p['omega']):g} | {float(p['alpha']):g} | "
+                   f"{_side(float(p['alpha']), ac)} | {int(p['n'])} | "
+                   f"{fraction_text(p['semantic_fraction'], p['semantic_se'])} | "
+                   f"{fraction_text(p['positional_fraction'], p['positional_se'])} | "
+                   f"{fraction_text(p['other_fraction'], p['other_se'])} | {int(p['n_converged'])} | "
+                   f"{losses} | {theory} |")
+    out.append("")
+    out.append("**Against alpha_c** (semantic end points pooled over the grid's alphas on each side of the "
+               "theory's alpha_c(omega); the first alpha where at least half the starts end semantic):\n")
+    groups: dict[tuple[int, float], list[Mapping[str, Any]]] = {}
+    for p in pts:
+        groups.setdefault((int(p["d"]), float(p["omega"])), []).append(p)
+    for (d, w), ps in sorted(groups.items()):
+        ac = at_omega(fields, w)["alpha_c"]
+        ps = sorted(ps, key=lambda p: p["alpha"])
+        half = next((float(p["alpha"]) for p in ps if float(p["semantic_fraction"]) >= 0.5), None)
+        half_text = f"{half:g}" if half is not None else "none on the grid"
+        if ac is None:
+            out.append(f"- d = {d}, omega = {w:g}: alpha_c not found in the theory's range; first alpha with a "
+                       f"semantic majority: {half_text}.")
+            continue
+        parts = []
+        for side, sel in (("below", [p for p in ps if p["alpha"] < ac]), ("above", [p for p in ps if p["alpha"] > ac])):
+            k, n, f, se = pooled(sel)
+            parts.append(f"{side} alpha_c: {k}/{n} = {fraction_text(f, se)}" if n else f"{side} alpha_c: no grid point")
+        out.append(f"- d = {d}, omega = {w:g}, alpha_c = {_f(ac)}: " + "; ".join(parts)
+                   + f"; first alpha with a semantic majority: {half_text}.")
+    out.append("")
+    out.append(_img(figures, "basins_heatmap", f"(f) fraction of random starts ending semantic over (alpha, omega) "
+                    f"at d = {bp.heat_d} (counts in the cells), with alpha_c(omega) and the spinodals of the "
+                    "phase diagram's transitions"))
+    out.append(_img(figures, "basins_fraction", f"(g) fraction ending semantic against alpha at omega = "
+                    f"{bp.fraction_omega:g} for each d, binomial standard errors, alpha_c and the spinodals"))
+    out.append(_img(figures, "basins_trajectories", f"(h) training trajectories of stored starts at d = "
+                    f"{bp.trajectory_d}, alpha = {bp.trajectory_alpha:g}, omega = {bp.fraction_omega:g}, coloured "
+                    "by the minimum they end in; horizontal lines: the theory's fixed points"))
+    return out
+
 
 
 def write_report(out_dir: Path, plan: Plan, theory: TheoryResults, sims: list[SimSet], sim_df: Any,
                  figures: Mapping[str, list[Path]], timings: Mapping[str, float], cache: TheoryCache,
-                 wall: float, notes: Sequence[str], runs: Sequence[Mapping[str, Any]] = ()) -> Path:
+                 wall: float, notes: Sequence[str], runs: Sequence[Mapping[str, Any]] = (),
+                 basins: BasinsRun | None = None, fields: Sequence[Mapping[str, float | None]] = (),
+                 store: Path | None = None) -> Path:
     from attnphase import __version__
 
     s = plan.setting
@@ -147,6 +238,9 @@ def write_report(out_dir: Path, plan: Plan, theory: TheoryResults, sims: list[Si
             "retried on the next run.\n")
     add(_img(figures, "finite_size", f"(e) finite-size check: simulated test error vs d at alpha = "
              f"{plan.fs_alpha:g}, omega = {s.omega:g}; horizontal lines: d -> infinity theory"))
+
+    lines.extend(basins_section(plan, basins, fields, store if store is not None else out_dir / STORE_NAME,
+                                figures))
 
     add("## Theory points flagged\n")
     problems, collapsed = _flagged(_all_points(theory))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attnphase.reproduce.basins import BasinsRun, make_basins_figures, run_grids, transition_fields
 from attnphase.reproduce.figures import make_figures
 from attnphase.reproduce.markdown import RUNS_NAME, STORE_NAME, write_report
 from attnphase.reproduce.plan import Plan, plan_for
@@ -37,13 +38,14 @@ def _log_run(out_dir: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int = 1,
               progress: bool = True, plan: Plan | None = None,
-              task: Callable[..., Mapping[str, Any]] | None = None) -> Path:
+              task: Callable[..., Mapping[str, Any]] | None = None,
+              basins_task: Callable[..., Mapping[str, Any]] | None = None) -> Path:
     """Compute everything, write the figures and DIR/report.md; return the report's path.
 
     Theory results and simulations go to one store, DIR/results.sqlite, as soon as each is computed; a rerun
     takes every result it finds there and computes only the rest.  ``plan`` overrides the standard quick /
-    full plan and ``task`` the simulation of one grid point (``attnphase.sweep.simulation_task``); both exist
-    for tests.
+    full plan, ``task`` the simulation of one grid point (``attnphase.sweep.simulation_task``) and
+    ``basins_task`` one random start (``attnphase.simulation.basins.basins_task``); all three exist for tests.
     """
     workers = int(workers)
     if workers < 1:
@@ -69,13 +71,27 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
     timings["simulations"] = time.perf_counter() - t0
     sim_df = sim_frame(plan, store_path)
 
+    basins: BasinsRun | None = None
+    if plan.basins is not None:
+        basins = run_grids(plan.basins, plan.setting, store_path, workers=workers, progress=progress,
+                           task=basins_task)
+        timings["basins"] = basins.seconds
+
     t0 = time.perf_counter()
     figures, notes = make_figures(out, plan, theory, sim_df)
+    fields = transition_fields([*theory.diagram, theory.transition])
+    if plan.basins is not None:
+        try:
+            figures.update(make_basins_figures(out, plan.basins, plan.setting, store_path, fields))
+        except (ValueError, KeyError) as exc:
+            notes.append(f"basins figures not produced: {exc}")
     timings["figures"] = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
     runs = _log_run(out, {
         "started": started, "plan": plan.name, "workers": workers, "wall": round(wall, 2),
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "theory_computed": cache.misses, "simulations_ran": sum(ss.summary.ran for ss in sims),
+        "basins_ran": basins.ran if basins is not None else 0,
     })
-    return write_report(out, plan, theory, sims, sim_df, figures, timings, cache, wall, notes, runs)
+    return write_report(out, plan, theory, sims, sim_df, figures, timings, cache, wall, notes, runs,
+                        basins=basins, fields=fields, store=store_path)

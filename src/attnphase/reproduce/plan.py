@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.basins import QuickPlan
 from attnphase.setting import Setting
 
 
@@ -34,6 +35,20 @@ class Plan:
     fs_alpha: float
     inits: tuple[str, ...] = ("positional", "semantic")
     sim_options: Mapping[str, Any] = field(default_factory=dict)
+    # random starts classified by the minimum they reach (omega grid, ds, alphas, starts); None: no basins part
+    basins: QuickPlan | None = None
+
+
+# The basins part of the quick plan: kept to well under a minute of training on one core (each start at
+# d = 100 trains 1000 GD steps then L-BFGS, about 1-2 s).
+QUICK_BASINS = QuickPlan(heat_d=100, heat_alphas=(0.5, 1.0, 1.5, 2.0), heat_omegas=(0.2, 0.3, 0.4),
+                         fraction_ds=(50, 100), fraction_omega=0.3, starts=3, init_scale=1.0, n_test=2000,
+                         trajectory_d=100, trajectory_alpha=1.5, record_every=10)
+# The full plan's: the grid (alpha in 0.5..2, d = 200 and 500, 16 starts) and a heat map at d = 200.
+FULL_BASINS = QuickPlan(heat_d=200, heat_alphas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0),
+                        heat_omegas=(0.1, 0.2, 0.3, 0.4), fraction_ds=(100, 200, 500), fraction_omega=0.3,
+                        starts=16, init_scale=1.0, n_test=10000, trajectory_d=500, trajectory_alpha=1.5,
+                        record_every=10)
 
 
 def _grid(a: float, b: float, n: int) -> tuple[float, ...]:
@@ -53,6 +68,7 @@ def plan_for(quick: bool, setting: Setting | None = None) -> Plan:
             pd_precision="fast", pd_xtol=0.05,
             sim_d=100, sim_alphas=(0.5, 1.0, 1.5, 2.0), sim_seeds=(0, 1), optimizer="lbfgs", n_test=2000,
             fs_ds=(50, 100, 200), fs_alpha=1.5,
+            basins=QUICK_BASINS,
         )
     return Plan(
         name="full", setting=setting, precision="default",
@@ -61,6 +77,7 @@ def plan_for(quick: bool, setting: Setting | None = None) -> Plan:
         pd_precision="default", pd_xtol=0.01,
         sim_d=1000, sim_alphas=_grid(0.01, 2.0, 25), sim_seeds=(0, 1, 2, 3, 4), optimizer="gd", n_test=50000,
         fs_ds=(100, 200, 500, 1000), fs_alpha=1.5,
+        basins=FULL_BASINS,
     )
 
 

@@ -58,13 +58,18 @@ def rows_for_setting(df: Any, setting: Setting) -> Any:
 
 
 def sim_frame(plan: Plan, store: Path) -> Any:
-    """This plan's rows of the store (its optimizer and n_test as well as its setting)."""
+    """This plan's rows of the store (its optimizer and n_test as well as its setting), without the basins
+    part's random starts, which share the store."""
     from attnphase.store import load_results
 
     df = rows_for_setting(load_results(store), plan.setting)
     if len(df) == 0:
         return df
     keep = np.ones(len(df), dtype=bool)
+    if "basin" in df.columns:
+        keep &= df["basin"].isna().to_numpy()
+    if "init" in df.columns:
+        keep &= df["init"].isin(plan.inits).to_numpy()
     if "n_test" in df.columns:
         keep &= (df["n_test"].astype(int) == plan.n_test).to_numpy()
     if "optimizer" in df.columns:
