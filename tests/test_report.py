@@ -339,7 +339,8 @@ def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, mon
         f = k / 3
         se = max(math.sqrt(f * (1 - f) / 3), 1 / 8)
         side = "below" if p["alpha"] < 0.2 + 2.5 * p["omega"] else "above"
-        row = (f"| {p['d']} | {p['omega']:g} | {p['alpha']:g} | {side} | 3 | {f:.2f} ± {se:.2f} | {fraction_text(p['positional_fraction'], p['positional_se'])} | ")
+        row = (f"| {p['d']} | {p['omega']:g} | {p['alpha']:g} | {side} | 3 | {f:.2f} ± {se:.2f} | "
+               f"{fraction_text(p['positional_fraction'], p['positional_se'])} | ")
         assert row in text, row
     # mean train loss per class at d = 8, omega = 0.3, alpha = 1: seed 0 semantic, seeds 1, 2 positional
     assert "| 8 | 0.3 | 1 | above | 3 | 0.33 ± 0.27 | 0.67 ± 0.27 | 0.00 ± 0.12 | 3 | 0.0023 / 0.001 / - |" in text
