@@ -226,15 +226,20 @@ def test_reproduce_quick_end_to_end(tmp_path: Path) -> None:
     assert main(["reproduce", "--out", str(out), "--quick", "--no-progress", "--workers", "2"]) == 0
     first = time.perf_counter() - t0
     text = (out / "report.md").read_text()
-    assert "## Phase diagram" in text and "## Simulations" in text
-    for stem in report.FIGURES.values():
+    assert "## Phase diagram" in text and "## Simulations" in text and "## Basins of attraction" in text
+    assert "not produced" not in text
+    bp = report.plan_for(True).basins
+    n_starts = bp.starts * len(bp.heat_alphas) * (len(bp.heat_omegas) + len(bp.fraction_ds) - 1)
+    assert f"This run: {n_starts} starts, {n_starts} trained now" in text
+    for stem in [*report.FIGURES.values(), *report.FIGURES_BASINS.values()]:
         for suffix in (".png", ".pdf"):
             assert (out / (stem + suffix)).is_file()
     # resume: a rerun reuses everything and is much faster
     t0 = time.perf_counter()
     assert main(["reproduce", "--out", str(out), "--quick", "--no-progress", "--workers", "2"]) == 0
     assert time.perf_counter() - t0 < max(30.0, 0.5 * first)
-    assert "0 computed" in (out / "report.md").read_text()
+    text2 = (out / "report.md").read_text()
+    assert "0 computed" in text2 and f"{n_starts} found in the store" in text2
 
 
 def test_theory_jobs_in_parallel_processes_are_stored(tmp_path: Path) -> None:
