@@ -337,6 +337,7 @@ def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, mon
     assert summ["total_starts"] == 3 * (6 + 3)
     assert "## Basins of attraction" in text and summ["rule"] in text
     assert "This run: 27 starts, 27 trained now, 0 found in the store, 0 failed" in text
+    assert "27 starts in this grid, 27 converged" in text and "**Note:**" not in text
     for p in summ["points"]:
         # the expected counts from the fake rule itself, independently of the summary code
         k = sum(_basin_of(p["alpha"], s) == "semantic" for s in range(3))

@@ -19,5 +19,5 @@ from attnphase.reproduce.plan import Plan, plan_for
 from attnphase.reproduce.records import TransitionRecord, fixed_point_from_json, fixed_point_to_json
 from attnphase.reproduce.simulations import rows_for_setting
 
-__all__ = ["FIGURES", "FIGURES_BASINS", "REPORT_NAME", "RUNS_NAME", "STORE_NAME", "Plan", "TransitionRecord", "fixed_point_from_json",
-           "fixed_point_to_json", "plan_for", "reproduce", "rows_for_setting"]
+__all__ = ["FIGURES", "FIGURES_BASINS", "REPORT_NAME", "RUNS_NAME", "STORE_NAME", "Plan", "TransitionRecord",
+           "fixed_point_from_json", "fixed_point_to_json", "plan_for", "reproduce", "rows_for_setting"]

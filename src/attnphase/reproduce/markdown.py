@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attnphase.reproduce.basins import BasinsRun, at_omega, pooled, summary_points
+from attnphase.reproduce.basins import BasinsRun, at_omega, plan_rows, pooled, summary_points
 from attnphase.reproduce.plan import Plan
 from attnphase.reproduce.records import _opt_float, status_text
 from attnphase.reproduce.simulations import SimSet
@@ -83,8 +83,12 @@ def basins_section(plan: Plan, run: BasinsRun | None, fields: Sequence[Mapping[s
     bp = plan.basins
     if bp is None:
         return []
+    from attnphase.store import load_results
+
     summ = summary_points(bp, store)
     pts = summ["points"]
+    rows = plan_rows(bp, plan.setting, load_results(store)) if store.is_file() else None
+    run_rows = 0 if rows is None else len(rows)
     out = ["## Basins of attraction: which minimum training reaches from a random start\n"]
     out.append(f"Random starts: initial Q with i.i.d. N(0, {bp.init_scale:g}^2) entries; seed k (k = 0..{bp.starts - 1}) "
                "draws its own teacher, data set and initial Q; training: 1000 plain gradient-descent steps at the "
@@ -102,9 +106,12 @@ def basins_section(plan: Plan, run: BasinsRun | None, fields: Sequence[Mapping[s
     if not pts:
         out.append("*No basins results in the store.*\n")
         return out
-    conv = summ["converged_fraction"]
-    out.append(f"{sum(int(p['n']) for p in pts)} starts in this grid; "
-               f"{'-' if conv is None else f'{100 * conv:.0f}'}% of the store's basins starts converged. "
+    n_all = sum(int(p["n"]) for p in pts)
+    n_conv = sum(int(p["n_converged"]) for p in pts)
+    if n_all != run_rows:
+        out.append(f"> **Note:** the store holds {n_all} basins starts at this grid's points but {run_rows} of this "
+                   "plan's setting and test-set size; the table below counts them all.\n")
+    out.append(f"{n_all} starts in this grid, {n_conv} converged by the optimizer's criterion. "
                "Fractions: count / starts ± binomial standard error sqrt(f (1 - f) / n) (at least 1 / (2 (n + 1))). "
                "Mean train losses per class of end point; theory: the train loss of each branch's fixed point "
                "('-': the branch does not exist there).\n")
