@@ -20,10 +20,13 @@ def _theory(args: argparse.Namespace) -> int:
     omegas = parse_spec(args.omega, "--omega")
     branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
     from attnphase.progress import progress_bar
+    from attnphase.setting import check_alpha
 
     records = []
     settings = []
-    for w in omegas:  # every omega checked before the first fixed point is computed
+    for a in alphas:  # every input checked before the first fixed point is computed
+        check_alpha(a)
+    for w in omegas:
         settings.append(setting_from_args(args, omega=w))
         settings[-1].require_study_geometry()
     bar = progress_bar(label="theory (fixed points)", total=len(omegas) * len(branches), unit="curve",
@@ -31,7 +34,11 @@ def _theory(args: argparse.Namespace) -> int:
     for setting in settings:
         curves = {}
         for b in branches:
-            curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed)
+            try:
+                curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed)
+            except BaseException:
+                bar.close()
+                raise
             bar.update(1)
         for i in range(len(alphas)):
             if args.branch == "global":
