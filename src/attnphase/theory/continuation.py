@@ -125,7 +125,8 @@ FullMap = Callable[[np.ndarray, float, float], tuple[np.ndarray, float]]  # (y, 
 
 
 def desingularised(G: FullMap, S: SymmetricMap, y_scale: np.ndarray, t_min: float = 0.0) -> Residual:
-    """Residual on u = (y, t, p): [(G_y - y) / y_scale, G_t / t - 1], with the t = 0 limit slope - 1 (from S).
+    """Residual on u = (y, t, p): [(G_y - y) / max(|y|, y_scale), G_t / t - 1], with the t = 0 limit slope - 1
+    (from S).  (Relative residuals: the spectators can grow by orders of magnitude along a branch.)
 
     Below |t| = t_min the order parameter's equation uses the symmetric slope plus the quadratic term
     interpolated to G_t/t at t_min, so that a map whose G_t is grainy at small t stays smooth there."""
@@ -135,12 +136,12 @@ def desingularised(G: FullMap, S: SymmetricMap, y_scale: np.ndarray, t_min: floa
         y, t, p = u[:ny], float(u[ny]), float(u[ny + 1])
         if abs(t) >= max(t_min, 1e-300):
             gy, gt = G(y, t, p)
-            return np.append((gy - y) / y_scale, gt / t - 1.0)
+            return np.append((gy - y) / np.maximum(np.abs(y), y_scale), gt / t - 1.0)
         gy, slope = S(y, p)
         if t_min > 0 and t != 0:
             _, gt = G(y, t_min, p)
             slope = slope + (gt / t_min - slope) * (t / t_min) ** 2
-        return np.append((gy - y) / y_scale, slope - 1.0)
+        return np.append((gy - y) / np.maximum(np.abs(y), y_scale), slope - 1.0)
 
     return F
 
@@ -282,9 +283,10 @@ def turning_points(path: Path, p_index: int = -1) -> list[TurningPoint]:
 class BranchEnd:
     """Where a branch (the part of a path away from its symmetric start) ends in the parameter.
 
-    kind: "pitchfork" (supercritical: the branch reaches the symmetric point monotonically in p) or "fold"
-    (the branch turns back at p before reaching the symmetric point; the symmetric point is then reached
-    through a subcritical pitchfork, and the points between are the unstable part of the branch)."""
+    kind: "pitchfork" (supercritical: the branch reaches the symmetric point monotonically in p), "fold"
+    (the branch turns back in p before reaching the symmetric point, which it then reaches through a
+    subcritical pitchfork; the points between are the unstable part of the branch), or "none" (no end on
+    the followed path)."""
 
     kind: str
     p: float
@@ -294,23 +296,34 @@ class BranchEnd:
 
 
 def classify_end(path: Path, side: str, p_index: int = -1) -> BranchEnd:
-    """Classify the end of the branch that a path starting at its pitchfork follows.
+    """Classify the end of a branch followed by a path that starts at its pitchfork (t = 0).
 
-    side="lower": the branch exists above its end (its end is the smallest p it reaches); "upper": below.
-    The path must start at the pitchfork (t = 0) and run away from it."""
+    side="lower": the branch is the far part of the path (it exists above its end in p): walking back from the
+    path's last point while p decreases, the end is the first turn met (a fold), or the pitchfork itself if p
+    decreases all the way back to it (supercritical).  side="upper": the branch is the part next to the
+    pitchfork (it exists above the pitchfork and ends where p first stops increasing): the end is the first
+    turn met walking forward from the pitchfork (a fold), or none within the path.  The path points between
+    the pitchfork and a fold are returned as ``unstable`` for side="lower"."""
     if side not in ("lower", "upper"):
         raise ValueError(f"side must be 'lower' or 'upper', got {side!r}")
     p = path.u[:, p_index]
     p0 = float(p[0])
-    want = "min" if side == "lower" else "max"
-    folds = [tp for tp in turning_points(path, p_index) if tp.kind == want]
-    beyond = [tp for tp in folds if (tp.p < p0 if side == "lower" else tp.p > p0)]
-    if beyond:
-        # The first turn past the pitchfork's parameter: the branch comes from the pitchfork going the
-        # "wrong" way (subcritical) and turns back there.
-        fold = min(beyond, key=lambda tp: tp.p) if side == "lower" else max(beyond, key=lambda tp: tp.p)
-        return BranchEnd("fold", fold.p, p0, fold, path.u[:fold.index + 1].copy())
-    return BranchEnd("pitchfork", p0, p0, None, path.u[:0].copy())
+    turns = {tp.index: tp for tp in turning_points(path, p_index)}
+    if side == "lower":
+        k = len(p) - 1
+        while k > 0 and p[k - 1] < p[k]:
+            k -= 1
+        if k == 0 or k not in turns:
+            return BranchEnd("pitchfork", p0, p0, None, path.u[:0].copy())
+        tp = turns[k]
+        return BranchEnd("fold", tp.p, p0, tp, path.u[:k + 1].copy())
+    k = 0
+    while k < len(p) - 1 and p[k + 1] > p[k]:
+        k += 1
+    if k == len(p) - 1 or k not in turns:
+        return BranchEnd("none", float(p[-1]), p0, None, path.u[:0].copy())
+    tp = turns[k]
+    return BranchEnd("fold", tp.p, p0, tp, path.u[k:].copy())
 
 
 def refine_fold(F: Residual, path: Path, tp: TurningPoint, *, scale: np.ndarray, tol: float, p_index: int = -1,
