@@ -57,7 +57,7 @@ def test_branch_end_classified_and_located(kind: str, end_kind: str, end_p: floa
     path = arclength(F, u0, np.array([0.0, 1.0, 0.0]), scale=np.ones(3), ds=0.08, tol=1e-10, max_steps=60,
                      stop=lambda u: "far" if u[1] > 1.2 else None)
     # every path point solves the toy's equations
-    for y, t, p in path.u:
+    for y, t, _p in path.u:
         assert abs(y - (2 + 0.1 * t * t / 0.5)) < 1e-7
     end = classify_end(path, "lower")
     assert end.kind == end_kind

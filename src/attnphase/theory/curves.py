@@ -19,7 +19,10 @@ from scipy.stats import t as student_t
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.results import BRANCHES, FixedPoint
 
-KINDS = ("crossing", "pitchfork", "fold", "at spinodal", "not in range", "failed")
+# crossing: root of a difference; pitchfork / fold: a branch end; at spinodal: alpha_c where the semantic branch
+# appears below the positional one (no crossing); above range: alpha_c beyond alpha_max (positional lower
+# wherever both exist); not in range: no such value in the searched range (reason says why); failed.
+KINDS = ("crossing", "pitchfork", "fold", "at spinodal", "above range", "not in range", "failed")
 
 
 @dataclass(frozen=True)

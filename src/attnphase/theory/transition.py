@@ -279,7 +279,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
                                "semantic lower wherever both exist: the global minimum switches where the semantic "
                                "branch appears", "semantic below positional wherever both exist")
         elif all(d > 0 for _, d in d_pts):
-            alpha_c = Critical.missing("alpha_c", "not in range",
+            alpha_c = Critical.missing("alpha_c", "above range",
                                        f"positional lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]")
         else:
             alpha_c = Critical.missing("alpha_c", "failed", "no bracketed sign change of the training-loss difference")
