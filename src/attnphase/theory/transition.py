@@ -128,10 +128,13 @@ def _root(name: str, f: Callable[[float], tuple[float, float]], a: float, b: flo
             if side == 1:
                 gb *= 0.5
             side = 1
-        if b - a < xtol or step < 0.5 * xtol:
+        if b - a < xtol or step < 0.5 * xtol or (math.isfinite(ec) and abs(fc) <= ec):
+            # (the last: the root is pinned down to within the integration noise; more steps only chase it)
             break
     slope = (fb - fa) / (b - a) if b > a else float("nan")
     tol = max(min(b - a, step), xtol / 4)
+    if math.isfinite(slope) and slope != 0:
+        tol = min(tol, abs(fc) / abs(slope) + xtol / 4)
     if not (math.isfinite(slope) and slope != 0 and math.isfinite(ec)):
         half = max(b - a, xtol)
     else:
@@ -186,11 +189,11 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     te_lin = float(linear_baseline(setting).test_error_linear)
     critical: dict[str, Critical] = {}
     sem_end = branch_end(setting, "semantic", alpha_min, alpha_max, precision, seed)
-    pos_end = branch_end(setting, "positional", alpha_min, alpha_max, precision, seed)
-    critical["alpha_sem_appears"] = sem_end.critical
-    critical["alpha_pos_vanishes"] = pos_end.critical
-    critical["semantic_pitchfork"] = sem_end.pitchfork
-    critical["positional_pitchfork"] = pos_end.pitchfork
+    # The positional branch appears at a supercritical pitchfork at small alpha; whether it vanishes (at a fold)
+    # in range is only followed by continuation when its curve says it may (a point that is not valid above
+    # the pitchfork): following it to alpha_max costs more than the rest of the transition.
+    pos_end = branch_end(setting, "positional", alpha_min, alpha_max, precision, seed, follow=False)
+    pos_followed = False
 
     grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
     solves = [0]
@@ -202,7 +205,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         if branch == "semantic":
             lo = c.hi if c.found else (end.pitchfork.hi if end.pitchfork.found else alpha_min)
             return a > lo if (c.found or end.pitchfork.found) else True
-        if c.found and a >= c.lo:
+        if c.found and c.kind == "fold" and a >= c.lo:
             return False
         return not (end.pitchfork.found and a <= end.pitchfork.hi)
 
@@ -236,16 +239,6 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         cache[key] = p
         return p
 
-    curves: dict[str, list[FixedPoint]] = {"positional": [], "semantic": []}
-    # Semantic downward from alpha_max (continuation toward its end), positional upward.
-    for a in reversed(grid):
-        if exists("semantic", a):
-            curves["semantic"].append(fp("semantic", a))
-    curves["semantic"].reverse()
-    for a in grid:
-        if exists("positional", a):
-            curves["positional"].append(fp("positional", a))
-
     def both(a: float) -> tuple[FixedPoint, FixedPoint] | None:
         if not (exists("semantic", a) and exists("positional", a)):
             return None
@@ -260,9 +253,49 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         return ps.train_loss - pp.train_loss, math.hypot(ps.errors.get("train_loss", 0.0),
                                                          pp.errors.get("train_loss", 0.0))
 
+    def global_excess(a: float) -> tuple[float, float]:
+        pts = [fp(b, a) for b in ("semantic", "positional") if exists(b, a)]
+        pts = [p for p in pts if p.valid]
+        if not pts:
+            return float("nan"), float("nan")
+        g = min(pts, key=lambda p: p.train_loss)
+        return g.test_error - te_lin, g.errors.get("test_error", 0.0)
+
+    # Scan the grid downward from alpha_max (continuation: each solve starts from its neighbour above) until
+    # both alpha_c and alpha_l are bracketed: alpha_l is by definition the last crossing seen from above, and
+    # the branches are not solved where no critical value can lie.
+    d_pts: list[tuple[float, float]] = []
+    g_pts: list[tuple[float, float]] = []
+    for a in reversed(grid):
+        c_done = not exists("semantic", a) or any(d > 0 for _, d in d_pts)
+        l_done = any(v >= 0 for _, v in g_pts)
+        if c_done and l_done:
+            break
+        if not c_done and both(a) is not None:
+            d_pts.append((a, delta(a)[0]))
+        v = global_excess(a)[0]
+        if math.isfinite(v):
+            g_pts.append((a, v))
+    solved_pos = [p for (b, _), p in cache.items() if b == "positional"]
+    if solved_pos and not all(p.valid for p in solved_pos):
+        pos_end = branch_end(setting, "positional", alpha_min, alpha_max, precision, seed)
+        pos_followed = True
+        for key in [key for key in cache if key[0] == "positional" and not exists("positional", key[1])]:
+            del cache[key]
+    if pos_followed or not pos_end.pitchfork.found:
+        critical["alpha_pos_vanishes"] = pos_end.critical
+    else:
+        critical["alpha_pos_vanishes"] = Critical.missing(
+            "alpha_pos_vanishes", "not in range",
+            f"the positional branch appears at a pitchfork at alpha = {pos_end.pitchfork.value:.4g} and is a valid "
+            f"fixed point at every alpha solved up to {alpha_max:g}", "continuation along the alpha grid")
+    critical["alpha_sem_appears"] = sem_end.critical
+    critical["semantic_pitchfork"] = sem_end.pitchfork
+    critical["positional_pitchfork"] = pos_end.pitchfork
+    d_pts = sorted((a, d) for a, d in d_pts if math.isfinite(d))
+    g_pts = sorted(g_pts)
+
     # --- alpha_c
-    cand = sorted({a for a in grid if both(a) is not None})
-    d_pts = [(a, delta(a)[0]) for a in cand]
     c_method = f"regula falsi (Illinois) on train_loss(semantic) - train_loss(positional) to {xtol:g}, " \
                f"+- {z:g} standard errors / slope"
     alpha_c: Critical | None = None
@@ -286,18 +319,9 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     critical["alpha_c"] = alpha_c
 
     # --- alpha_l
-    def global_excess(a: float) -> tuple[float, float]:
-        pts = [fp(b, a) for b in ("semantic", "positional") if exists(b, a)]
-        pts = [p for p in pts if p.valid]
-        if not pts:
-            return float("nan"), float("nan")
-        g = min(pts, key=lambda p: p.train_loss)
-        return g.test_error - te_lin, g.errors.get("test_error", 0.0)
-
-    g = [(a, *global_excess(a)) for a in grid]
     l_method = f"regula falsi on test_error(global minimum) - test_error_linear to {xtol:g}, +- {z:g} " \
                f"standard errors / slope"
-    finite = [(a, v) for a, v, _ in g if math.isfinite(v)]
+    finite = g_pts
     if not finite:
         alpha_l = Critical.missing("alpha_l", "failed", "no valid fixed point on the grid")
     elif finite[-1][1] >= 0:
@@ -320,6 +344,8 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
                 alpha_l = _root("alpha_l", global_excess, lo_a, hi_a, xtol, z, l_method)
     critical["alpha_l"] = alpha_l
 
+    curves = {b: sorted((p for (bb, _), p in cache.items() if bb == b), key=lambda p: p.alpha)
+              for b in ("positional", "semantic")}
     unstable = {b: path_as_overlaps(e) for b, e in (("semantic", sem_end), ("positional", pos_end))
                 if len(e.unstable)}
     return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
