@@ -44,6 +44,7 @@ class TransitionResult:
     solves: int = 0  # fixed points solved (each: all scramblings)
     map_evaluations: int = 0  # evaluations of the map spent on the branch ends
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time: comparable across loads of a shared machine
 
     # The flat attributes of the first version (figures and the report read these).
     def _value(self, name: str) -> float | None:
@@ -185,7 +186,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     alpha_min, alpha_max, n_grid, xtol, seed = check_transition_args(alpha_min, alpha_max, n_grid, precision,
                                                                      xtol, seed)
     setting.require_study_geometry()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     te_lin = float(linear_baseline(setting).test_error_linear)
     critical: dict[str, Critical] = {}
     sem_end = branch_end(setting, "semantic", alpha_min, alpha_max, precision, seed)
@@ -293,6 +294,17 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     critical["semantic_pitchfork"] = sem_end.pitchfork
     critical["positional_pitchfork"] = pos_end.pitchfork
     d_pts = sorted((a, d) for a, d in d_pts if math.isfinite(d))
+    sem_c = sem_end.critical
+    if d_pts and not any(d > 0 for _, d in d_pts) and sem_c.found and sem_c.hi < d_pts[0][0]:
+        # The scan reached the semantic end without seeing positional lower: look right above the end too (at a
+        # supercritical pitchfork the semantic loss there is the agnostic one, usually above the positional).
+        a_e = min(sem_c.hi + max(xtol, 0.01 * (alpha_max - alpha_min)), 0.5 * (sem_c.hi + d_pts[0][0]))
+        d_e = delta(a_e)[0]
+        if math.isfinite(d_e):
+            d_pts.insert(0, (a_e, d_e))
+            v = global_excess(a_e)[0]
+            if math.isfinite(v):
+                g_pts.append((a_e, v))
     g_pts = sorted(g_pts)
 
     # --- alpha_c
@@ -351,7 +363,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
                             alpha_range=(alpha_min, alpha_max), curves=curves, unstable=unstable, solves=solves[0],
                             map_evaluations=sem_end.evaluations + pos_end.evaluations,
-                            seconds=time.perf_counter() - t0)
+                            seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
 
 
 def global_minimum_curve_of(result: TransitionResult) -> list[FixedPoint]:
