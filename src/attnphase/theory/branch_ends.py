@@ -159,7 +159,12 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     n_eval += path.evaluations
     end: BranchEnd = classify_end(path, side)
     if end.kind in ("pitchfork", "none"):
-        if branch == "positional" or end.kind == "none":
+        left = path.message in ("left the alpha range", "theta reached its bound")
+        if end.kind == "none" and not left:
+            crit = Critical.missing(name, "failed", f"continuation of the {branch} branch from its pitchfork at "
+                                    f"alpha = {a_p:.4g} stopped at alpha = {path.u[-1, 3]:.3g} ({path.message}) "
+                                    f"before turning back or leaving the range", "pseudo-arclength continuation")
+        elif branch == "positional" or end.kind == "none":
             # A supercritical pitchfork is where the positional branch *appears*; it vanishes only at a fold.
             crit = Critical.missing(name, "not in range", f"the {branch} branch leaves the agnostic point at a "
                                     f"pitchfork at alpha = {a_p:.4g} and does not turn back up to alpha = "
