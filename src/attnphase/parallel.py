@@ -27,10 +27,14 @@ def check_workers(workers: Any) -> int:
 
 def single_threaded() -> None:
     """Worker initializer: one thread for BLAS/OpenMP (threadpoolctl) and for numba."""
+    # Environment first (read by libraries loaded later), then the pools already loaded (numpy's BLAS is
+    # imported here so that it is among them).
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = "1"
+    import numpy  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
-    os.environ["OMP_NUM_THREADS"] = "1"
     try:
         import numba
 
