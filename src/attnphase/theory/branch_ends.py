@@ -177,17 +177,34 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
                             method + "; supercritical (branch followed by pseudo-arclength continuation)")
         return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
                          order_name=bm.ORDER_NAME[branch])
-    # A fold: refine per scrambling on the first scrambling's path.
+    # A fold: refine per scrambling on the first scrambling's path.  A turn that most scramblings do not
+    # confirm, or that does not lie clearly below the pitchfork, is a wiggle of the integration noise (the
+    # desingularised equation G_t / t is noisiest next to the pitchfork): the end is then the pitchfork.
     folds = []
     for rep in range(R):
         z = z0 if rep == 0 else bm.symmetric_points(log2, rep, seed, branch)
         Fr = F0 if rep == 0 else desingularised(G_for(z), S_for(z), 0.1 * y_scale, t_min=t_min)
         tp = refine_fold(Fr, path, end.fold, scale=scale, tol=1e-4, accept=3e-3, max_rounds=3 if rep == 0 else 2)
-        folds.append(tp.p + 0.0)
-    a_f = float(np.mean(folds))
-    half_f = spread_halfwidth(folds) + max(end.fold.interpolation, 1e-4)
+        n_eval += 1
+        if tp.confirmed:
+            folds.append(tp.p)
+    a_f = float(np.mean(folds)) if folds else float("nan")
+    half_f = spread_halfwidth(folds) + max(end.fold.interpolation, 1e-4) if len(folds) > 1 else float("inf")
+    beyond = a_f + half_f < pitch.lo if side == "lower" else a_f - half_f > pitch.hi
+    if len(folds) < max(2, (R + 1) // 2) or not beyond:
+        note = (f"a turn of the followed branch at alpha = {end.fold.p:.4g} was not confirmed by the other "
+                f"scramblings ({len(folds)} of {R}) or not clearly beyond the pitchfork: taken as integration noise")
+        if branch == "positional":
+            crit = Critical.missing(name, "not in range", note, "pseudo-arclength continuation")
+        elif not alpha_min <= a_p <= alpha_max:
+            crit = Critical.missing(name, "not in range", f"pitchfork at alpha = {a_p:.4g} outside "
+                                    f"[{alpha_min:g}, {alpha_max:g}]; {note}", method)
+        else:
+            crit = Critical(name, a_p, pitch.lo, pitch.hi, "pitchfork", method + "; " + note)
+        return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
+                         order_name=bm.ORDER_NAME[branch])
     fmethod = (f"fold of the branch followed by pseudo-arclength continuation from a subcritical pitchfork at "
-               f"alpha = {a_p:.4g}; parabola vertex refined per scrambling ({R})")
+               f"alpha = {a_p:.4g}; parabola vertex refined per scrambling ({len(folds)} of {R})")
     if not alpha_min <= a_f <= alpha_max:
         crit = Critical.missing(name, "not in range", f"fold at alpha = {a_f:.4g} outside [{alpha_min:g}, "
                                 f"{alpha_max:g}]", fmethod)

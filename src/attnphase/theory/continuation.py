@@ -260,6 +260,7 @@ class TurningPoint:
     u: np.ndarray  # the path point closest to the turn
     kind: str  # "min" or "max" of p along the path
     interpolation: float  # |vertex - nearest computed point|: an estimate of the interpolation error
+    confirmed: bool = True  # refine_fold: a parabola of the right curvature was fitted at least once
 
 
 def turning_points(path: Path, p_index: int = -1) -> list[TurningPoint]:
@@ -329,6 +330,8 @@ def classify_end(path: Path, side: str, p_index: int = -1) -> BranchEnd:
 def refine_fold(F: Residual, path: Path, tp: TurningPoint, *, scale: np.ndarray, tol: float, p_index: int = -1,
                 accept: float = 0.0, jacobian: np.ndarray | None = None, max_rounds: int = 6) -> TurningPoint:
     """Shrink the parabola through three points around a fold until its vertex moves by less than tol.
+    ``confirmed`` is False when no round found a turn (the residual F may be another realisation of a noisy
+    map, in which the turn of ``path`` need not exist).
 
     The points are corrected on hyperplanes orthogonal to the fold's secant direction tau, at distances
     -h, 0, +h (scaled coordinates) from the current centre; the parameter is a parabola in that distance near
@@ -343,7 +346,7 @@ def refine_fold(F: Residual, path: Path, tp: TurningPoint, *, scale: np.ndarray,
     N = path.u.shape[1]
     J = jacobian
     vertex_prev = tp.p
-    best = tp
+    best = TurningPoint(tp.index, tp.p, tp.u, tp.kind, tp.interpolation, confirmed=False)
     guess = {j: path.u[k + j].copy() for j in (-1, 0, 1)}
     for _ in range(max_rounds):
         ps, us = [], []
@@ -366,7 +369,7 @@ def refine_fold(F: Residual, path: Path, tp: TurningPoint, *, scale: np.ndarray,
             return best
         x_star = -b / (2 * a)  # in units of h
         vertex = ps[1] - b * b / (4 * a)
-        best = TurningPoint(k, float(vertex), us[1], tp.kind, float(abs(vertex - vertex_prev)))
+        best = TurningPoint(k, float(vertex), us[1], tp.kind, float(abs(vertex - vertex_prev)), confirmed=True)
         if abs(vertex - vertex_prev) < tol or abs(x_star) > 1.5:
             return best
         vertex_prev = vertex
