@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--n-grid", type=int, default=10)
     ap.add_argument("--xtol", type=float, default=0.02)
     ap.add_argument("--skip-serial", action="store_true", help="only the pooled phase diagram")
+    ap.add_argument("--skip-pool", action="store_true", help="only the serial transitions")
     args = ap.parse_args()
     omegas = parse_spec(args.omegas, "--omegas")
     print(f"cores: {os.cpu_count()}, load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -52,6 +53,8 @@ def main() -> None:
         print(f"\none transition per omega, serial ({args.precision}, n_grid = {args.n_grid}, xtol = {args.xtol}):")
         print(format_table(rows, list(rows[0])))
 
+    if args.skip_pool:
+        return
     t = time.perf_counter()
     res = phase_diagram(Setting(), omegas, precision=args.precision, workers=args.workers, progress=False,
                         n_grid=args.n_grid, xtol=args.xtol)

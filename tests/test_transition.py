@@ -235,7 +235,7 @@ def test_intervals_overlap_across_grids_seeds_and_the_phase_diagram():
 @pytest.mark.slow
 @pytest.mark.parametrize("omega", [0.3, 0.05])
 def test_semantic_end_inside_a_brute_force_scan(omega: float) -> None:
-    """theta against alpha by plain solves at 2^17 points x 6 scramblings just above the end; alpha(theta^2)
+    """theta against alpha by plain solves at 2^16 points x 6 scramblings just above the end; alpha(theta^2)
     fitted by a quadratic and extrapolated to theta = 0 (a pitchfork).  The fast method's end lies inside the
     scan's interval (3 standard errors of the extrapolation, from the fit's covariance, plus the fast
     method's own interval)."""
@@ -243,7 +243,7 @@ def test_semantic_end_inside_a_brute_force_scan(omega: float) -> None:
     end = branch_end(s, "semantic", 0.05, 2.0, "fast")
     assert end.critical.kind == "pitchfork"
     a0 = end.critical.value
-    prec = Precision("scan", 17, 6, 1e-5, max_iter=300, accept=1e-4)
+    prec = Precision("scan", 16, 6, 1e-5, max_iter=300, accept=1e-4)
     alphas = a0 + np.array([0.05, 0.08, 0.11, 0.14, 0.18])
     pts, init = [], None
     for a in alphas[::-1]:
