@@ -257,3 +257,17 @@ def test_semantic_end_inside_a_brute_force_scan(omega: float) -> None:
     a_scan, a_err = coef[-1], math.sqrt(cov[-1, -1])
     half = 3 * a_err + end.critical.width / 2
     assert abs(a_scan - a0) <= half, (a_scan, a_err, end.critical)
+
+
+def test_solve_curves_is_solve_curve_per_branch() -> None:
+    from attnphase.theory.curves import solve_curves
+    from attnphase.theory.state_evolution import solve_curve
+
+    s = Setting(omega=0.3)
+    got = solve_curves(s, [1.5], ("positional", "semantic"), precision="fast")
+    for b in ("positional", "semantic"):
+        (p,) = got[b]
+        (q,) = solve_curve(s, [1.5], b, "fast")
+        assert p.branch == b and p.train_loss == q.train_loss and p.theta == q.theta
+    with pytest.raises(ValueError):
+        solve_curves(s, [1.5], ("nope",))
