@@ -299,16 +299,25 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     critical["positional_pitchfork"] = pos_end.pitchfork
     d_pts = sorted((a, d) for a, d in d_pts if math.isfinite(d))
     sem_c = sem_end.critical
+    probed = False
     if d_pts and not any(d > 0 for _, d in d_pts) and sem_c.found and sem_c.hi < d_pts[0][0]:
         # The scan reached the semantic end without seeing positional lower: look right above the end too (at a
         # supercritical pitchfork the semantic loss there is the agnostic one, usually above the positional).
-        a_e = min(sem_c.hi + max(xtol, 0.01 * (alpha_max - alpha_min)), 0.5 * (sem_c.hi + d_pts[0][0]))
-        d_e = delta(a_e)[0]
-        if math.isfinite(d_e):
+        # Several probes, nearest the grid point first: right next to the end the semantic solve is critically
+        # slow and may fail, which must not be read as "no crossing".
+        top = d_pts[0][0]
+        for frac in (0.6, 0.3, 0.1):
+            a_e = sem_c.hi + frac * (top - sem_c.hi)
+            d_e = delta(a_e)[0]
+            if not math.isfinite(d_e):
+                continue
             d_pts.insert(0, (a_e, d_e))
             v = global_excess(a_e)[0]
             if math.isfinite(v):
                 g_pts.append((a_e, v))
+            if d_e > 0:
+                break
+        probed = True
     g_pts = sorted(g_pts)
 
     # --- alpha_c
@@ -323,10 +332,14 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         sem_c = sem_end.critical
         if not d_pts:
             alpha_c = Critical.missing("alpha_c", "not in range", "positional and semantic never coexist on the grid")
-        elif all(d <= 0 for _, d in d_pts) and sem_c.found:
+        elif all(d <= 0 for _, d in d_pts) and sem_c.found and not (probed and d_pts[0][0] > 0.5 * (sem_c.hi + top)):
             alpha_c = Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
                                "semantic lower wherever both exist: the global minimum switches where the semantic "
                                "branch appears", "semantic below positional wherever both exist")
+        elif all(d <= 0 for _, d in d_pts) and sem_c.found:
+            alpha_c = Critical.missing("alpha_c", "failed", "semantic below positional at every valid pair, but no "
+                                       "valid pair of fixed points right above the semantic end to confirm a switch "
+                                       "there")
         elif all(d > 0 for _, d in d_pts):
             alpha_c = Critical.missing("alpha_c", "above range",
                                        f"positional lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]")
