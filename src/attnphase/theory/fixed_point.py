@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of a solve.  Only ``ok`` is a result; the others keep their numbers for diagnosis only."""
 
     ok = "ok"
@@ -23,9 +23,6 @@ class Status(str, Enum):
     collapsed = "collapsed"  # the iterate flowed to another (more symmetric) branch
     diverged = "diverged"  # the iterate ran off to infinity or to an unphysical point
     inadmissible = "inadmissible"  # the map cannot be evaluated (left the admissible set)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class Inadmissible(ValueError):

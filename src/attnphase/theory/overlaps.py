@@ -25,7 +25,7 @@ target depends on h* only through the scores h*_l . h*_k, for any omega: the ome
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -88,7 +88,7 @@ class HatOverlaps:
         return {k: getattr(self, k).tolist() for k in ("qhat", "mhat", "Vhat", "thetahat")}
 
 
-class Branch(str, Enum):
+class Branch(StrEnum):
     """A branch is a constraint on the overlaps (and, exactly, on their conjugates)."""
 
     positional = "positional"  # theta = 0
@@ -103,9 +103,6 @@ class Branch(str, Enum):
     @property
     def has_theta(self) -> bool:
         return self in (Branch.semantic, Branch.free)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def as_branch(branch: str | Branch) -> Branch:
