@@ -103,7 +103,7 @@ def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
             ebar += (S[l, k] - T[l, k]) * S[l, k]
             ss += S[l, k] * S[l, k]
         for k in range(L):
-            P[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)  # a_k
+            P[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)  # a_k (row 0 of the workspace)
         for al in range(r):
             sh = 0.0
             ah = 0.0
@@ -113,7 +113,6 @@ def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
             for b in range(L):
                 u[b, al] = sigma2 * (P[0, b] * (h[b * r + al] - sh) - S[l, b] * (ah - ss * sh))
         for al in range(r):
-            hl_al = h[l * r + al]
             for be in range(r):
                 hl_be = h[l * r + be]
                 acc = 0.0
