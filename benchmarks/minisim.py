@@ -83,8 +83,8 @@ def main() -> None:
     torch.set_num_threads(1)
     from attnphase import Setting
     from attnphase.theory import solve
-    from attnphase.theory.results import summaries
     from attnphase.theory.overlaps import Overlaps
+    from attnphase.theory.results import summaries
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--L", type=int, default=3)

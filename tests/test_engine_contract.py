@@ -14,7 +14,6 @@ from attnphase.theory.fixed_point import Inadmissible, anderson
 from attnphase.theory.overlaps import Branch, Layout, canonical_gauge, rotate
 from attnphase.theory.quadrature import gaussian_sobol
 
-
 # ------------------------------------------------------------------ generic solver on toy maps
 
 
