@@ -188,8 +188,12 @@ def _chol_solve(H, g, N, floor, C, p):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
-def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht):
-    """Safeguarded Newton from h (modified in place). Returns (F(h), max |grad F(h)|, iterations)."""
+def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht, found, n_found):
+    """Safeguarded Newton from h (modified in place). Returns (F(h), max |grad F(h)|, iterations, duplicate).
+
+    duplicate: the iterate came within 1e-4 (relative) of one of the n_found converged minimisers in found, deep
+    inside its region of quadratic convergence (basins here are O(0.1) wide), so the run was stopped: it would
+    only reproduce that minimiser."""
     N = L * r
     f = 0.0
     gn = math.inf
@@ -203,6 +207,14 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
             gn = max(gn, abs(g[i]))
         if not (gn >= gtol) or it >= max_iter:  # also stops on NaN
             break
+        for k in range(n_found):
+            dist = 0.0
+            size = 1.0
+            for i in range(N):
+                dist = max(dist, abs(h[i] - found[k, i]))
+                size = max(size, abs(found[k, i]))
+            if dist < 1e-4 * size:
+                return f, gn, it, True
         it += 1
         tau = _chol_solve(H, g, N, floor, C, p)
         if tau == 0.0 and gn < 1e-7:
@@ -230,7 +242,7 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
         f = fn
         for i in range(N):
             h[i] = ht[i]
-    return f, gn, it
+    return f, gn, it, False
 
 
 @numba.njit(cache=True, parallel=True)
@@ -267,8 +279,10 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
         p = np.empty(N)
         ht = np.empty(N)
         h = np.empty(N)
+        found = np.empty((n_starts, N))
         for i in range(b * block, min(n, (b + 1) * block)):
             best = math.inf
+            n_found = 0
             for s in range(n_starts):
                 finite = True
                 for j in range(N):
@@ -277,8 +291,15 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
                         finite = False
                 if not finite:
                     continue
-                f, gn, it = newton(h, w[i], T[i], Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht)
+                f, gn, it, dup = newton(h, w[i], T[i], Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
+                                        C, p, ht, found, n_found)
                 out_it[i] += it
+                if dup:
+                    continue
+                if gn < gtol:
+                    for j in range(N):
+                        found[n_found, j] = h[j]
+                    n_found += 1
                 if f < best:
                     best = f
                     out_val[i] = f
@@ -292,7 +313,7 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
     return out_h, out_val, out_gn, out_win, out_it
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def derivatives(h, w, T, Vinv, sigma2):
     """F, grad F and Hess F at each point (for the finite-difference tests). h, w (n, N)."""
     n, N = h.shape
@@ -301,7 +322,7 @@ def derivatives(h, w, T, Vinv, sigma2):
     val = np.empty(n)
     grad = np.empty((n, N))
     hess = np.empty((n, N, N))
-    for i in numba.prange(n):
+    for i in range(n):
         S = np.empty((L, L))
         G = np.empty((L, L))
         P = np.empty((L, L))
