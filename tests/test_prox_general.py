@@ -253,6 +253,10 @@ def test_saturated_scores_give_no_nan():
     res = prox_general(w, T, np.eye(1) / 15.0, 0.25)
     assert np.all(np.isfinite(res.h)) and np.all(np.isfinite(res.value))
     assert res.converged.all()
+    # A target with exact zeros (an underflowed softmax) is accepted and handled.
+    T0 = np.array([[[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.2, 0.2, 0.6]]])
+    res0 = prox_general(np.array([[[0.3], [-0.2], [0.1]]]), T0, np.eye(1) / 15.0, 0.25)
+    assert np.all(np.isfinite(res0.h)) and res0.converged.all()
     h = np.array([[1e100, -1e100, 3.0], [1e3, -1e3, 0.0]])
     val, g, H = derivatives(h, np.zeros_like(h), T[:2], np.eye(1) / 15.0, 0.25)
     assert np.all(np.isfinite(val)) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))

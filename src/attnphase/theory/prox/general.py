@@ -85,8 +85,9 @@ def _check(w, T, Vinv, sigma2, starts, gtol, max_iter):
         raise ValueError(f"Vinv must have shape {(r, r)}, got {Vinv.shape}")
     if not (np.all(np.isfinite(w)) and np.all(np.isfinite(T)) and np.all(np.isfinite(Vinv))):
         raise ValueError("w, T and Vinv must be finite")
-    if np.any(T <= 0) or np.any(T >= 1) or np.any(np.abs(T.sum(axis=2) - 1) > 1e-8):
-        raise ValueError("T must have entries in (0, 1) and rows summing to 1")
+    # Entries exactly 0 or 1 (an underflowed softmax) are harmless: the starts clip log T.
+    if np.any(T < 0) or np.any(T > 1) or np.any(np.abs(T.sum(axis=2) - 1) > 1e-8):
+        raise ValueError("T must have entries in [0, 1] and rows summing to 1")
     if not np.allclose(Vinv, Vinv.T, rtol=1e-12, atol=0) or np.linalg.eigvalsh(0.5 * (Vinv + Vinv.T))[0] <= 0:
         raise ValueError("Vinv must be symmetric positive definite")
     if isinstance(sigma2, bool) or not isinstance(sigma2, (int, float, np.integer, np.floating)):
@@ -107,7 +108,7 @@ def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, 
                  gtol: float = 1e-9, max_iter: int = 100, own: bool = True) -> ProxResult:
     """Global minimiser of F at every point: the best of Newton runs from the own starts and the caller's.
 
-    w (n, L, r); T (n, L, L) row-stochastic with entries in (0, 1); Vinv (r, r) symmetric positive definite;
+    w (n, L, r); T (n, L, L) row-stochastic; Vinv (r, r) symmetric positive definite;
     sigma2 > 0; starts (n, S, L, r) optional extra starts (non-finite entries mark a start to skip).
     own=False runs only the caller's starts (for measurements).
     """
