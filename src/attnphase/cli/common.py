@@ -17,6 +17,9 @@ import numpy as np
 from attnphase.setting import POSITION_PRESETS, Setting
 
 
+DEFAULT_A_TEXT = "0.6,0.4;0.4,0.6"
+
+
 class CLIError(ValueError):
     """A user error: printed as one line, exit code 2."""
 
@@ -73,9 +76,9 @@ def add_setting_args(p: argparse.ArgumentParser, omega: bool = True) -> None:
         p.add_argument("--omega", type=str, default="0.3", help="positional weight omega in [0, 1] (default 0.3)")
     p.add_argument("--sigma", type=float, default=0.5, help="token standard deviation (default 0.5)")
     p.add_argument("--lam", type=float, default=0.01, help="ridge lambda (default 0.01)")
-    p.add_argument("--A", type=str, default=None,
-                   help='positional attention matrix "a11,a12;a21,a22" (default: the study\'s [[0.6,0.4],[0.4,0.6]] for '
-                        "L = 2, (1 - a) I + (a/L) 1 1^T with a = 0.8 otherwise)")
+    p.add_argument("--A", type=str, default=DEFAULT_A_TEXT,
+                   help='positional attention matrix "a11,a12;a21,a22" (default: the study\'s %(default)s for L = 2, '
+                        "(1 - a) I + (a/L) 1 1^T with a = 0.8 for L > 2)")
     p.add_argument("--L", type=int, default=None, help="number of tokens (default 2, or the size of --A)")
     p.add_argument("--rank", type=int, default=1, help="student rank r (default 1)")
     p.add_argument("--teacher-rank", type=int, default=1, help="teacher rank r* (default 1)")
@@ -112,7 +115,11 @@ def read_positions(value: str | None) -> Any:
 def setting_from_args(args: argparse.Namespace, omega: float | None = None) -> Setting:
     if omega is None:
         omega = float(args.omega)
-    return Setting(omega=omega, sigma=args.sigma, lam=args.lam, A=args.A, L=getattr(args, "L", None),
+    L = getattr(args, "L", None)
+    A = args.A
+    if A == DEFAULT_A_TEXT and L not in (None, 2):
+        A = None  # the default A is the study's 2 x 2 one; for L > 2 the Setting's default family applies
+    return Setting(omega=omega, sigma=args.sigma, lam=args.lam, A=A, L=L,
                    r=getattr(args, "rank", 1), r_star=getattr(args, "teacher_rank", 1),
                    positions=read_positions(getattr(args, "positions", None)))
 
