@@ -16,7 +16,6 @@ import numpy as np
 
 from attnphase.setting import POSITION_PRESETS, Setting
 
-
 DEFAULT_A_TEXT = "0.6,0.4;0.4,0.6"
 
 
