@@ -64,7 +64,6 @@ def value(h, w, T, Vinv, sigma2, L, r, S):
 @numba.njit(cache=True, inline="always", fastmath=_FM)
 def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
     """Gradient of F into g and, with order 2, the Hessian into H; S must hold the softmax at h (from value)."""
-    N = L * r
     for a in range(L):
         for al in range(r):
             acc = 0.0
@@ -82,8 +81,14 @@ def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
             c = G[a, k] + G[k, a]
             for al in range(r):
                 g[a * r + al] += c * h[k * r + al]
-    if order == 1:
-        return
+    if order == 2:
+        hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
+    """Hessian of F into H; S and G must hold the softmax and dl/dZ at h (from value and derivs)."""
+    N = L * r
     for i in range(N):
         for j in range(N):
             H[i, j] = 0.0
@@ -200,8 +205,8 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
     it = 0
     f = value(h, w, T, Vinv, sigma2, L, r, S)
     while True:
-        # S holds the softmax at h (from the last accepted value call).
-        derivs(h, w, T, Vinv, sigma2, L, r, 2, S, G, P, u, g, H)
+        # S holds the softmax at h (from the last accepted value call); the Hessian only once it is needed.
+        derivs(h, w, T, Vinv, sigma2, L, r, 1, S, G, P, u, g, H)
         gn = 0.0
         for i in range(N):
             gn = max(gn, abs(g[i]))
@@ -216,6 +221,7 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
             if dist < 1e-4 * size:
                 return f, gn, it, True
         it += 1
+        hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
         tau = _chol_solve(H, g, N, floor, C, p)
         if tau == 0.0 and gn < 1e-7:
             # Round-off regime: F changes only in its last digits, so an Armijo test could stall; the Hessian is
