@@ -161,3 +161,20 @@ def test_cli_every_alpha_is_a_row(capsys):
     assert main(["theory", "--lam", "0"]) == 2
     assert main(["theory", "--positions", "nonsense"]) == 2
     assert main(["theory", "--L", "3", "--positions", "antipodal"]) == 2
+
+
+def test_cli_general_setting_flags(tmp_path, capsys):
+    from attnphase.cli import main
+
+    G = tmp_path / "gram.csv"
+    np.savetxt(G, np.eye(3), delimiter=",")
+    assert main(["theory", "--L", "3", "--positions", str(G), "--alpha", "1.5", "--branch", "semantic",
+                 "--precision", "fast", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    assert rec["setting"]["L"] == 3 and rec["setting"]["positions"] == np.eye(3).tolist()
+    assert np.shape(rec["m"]) == (3, 1) and np.shape(rec["theta"]) == (1, 1)
+    assert rec["converged"] == (rec["status"] == "ok")
+    assert main(["theory", "--rank", "0"]) == 2
+    assert main(["baseline", "--L", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert np.allclose(np.sum(out["mean_attention"], axis=1), 1.0)
