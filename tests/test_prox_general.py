@@ -154,6 +154,7 @@ def _hard_points(p, res, k):
     own = own_starts(p.w, p.T, p.Vinv)
     vals = np.stack([prox_general(p.w, p.T, p.Vinv, p.sigma2, own[:, j:j + 1], own=False).value
                      for j in range(own.shape[1])], axis=1)
+    vals = np.where(np.isnan(vals), np.inf, vals)  # per-token starts are NaN (skipped) at small |w_l|
     vals.sort(axis=1)
     second_gap = np.where(vals[:, 1] - vals[:, 0] > 1e-9, vals[:, 1] - vals[:, 0], np.inf)
     big_w = np.argsort(-np.abs(p.w).max(axis=(1, 2)))[:k]

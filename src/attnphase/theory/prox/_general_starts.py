@@ -196,19 +196,27 @@ def procrustes_point(z, w, Vinv, L, r, za, zb, Mp, MtM, W, R, R2, s2):
             zb[a * r + be] = acc2
 
 
-def n_own_starts(r: int) -> int:
-    return 4 if r == 1 else 5
+# Tokens whose mean field is at least this long get a start of their own (see own_starts).
+BIG_TOKEN = 1.0
+
+
+def n_own_starts(L: int, r: int) -> int:
+    return (4 if r == 1 else 5) + L
 
 
 @numba.njit(cache=True, parallel=True)
 def own_starts(w, T, Vinv, block=64):
     """The solver's own starts, (n, S, N) flat: w, the loss zero aligned with w, its mirror, the midpoint
-    (w + zero) / 2 and, for r >= 2, twice the zero (S = 4 for r = 1, 5 otherwise)."""
+    m = (w + zero) / 2, for r >= 2 twice the zero, and then, per token l, m with token l put back at w_l.
+
+    The per-token starts cover mixed basins at large |w| (one token stays near its large w_l while the others
+    shrink towards the zero); they are only needed, and only filled (NaN otherwise: skipped), where |w_l| >=
+    BIG_TOKEN."""
     n, N = w.shape
     L = T.shape[1]
     r = N // L
-    n_st = 4 if r == 1 else 5
-    out = np.empty((n, n_st, N))
+    n_base = 4 if r == 1 else 5
+    out = np.empty((n, n_base + L, N))
     n_blocks = (n + block - 1) // block
     for bl in numba.prange(n_blocks):
         z = np.empty(N)
@@ -230,6 +238,19 @@ def own_starts(w, T, Vinv, block=64):
             for j in range(N):
                 out[i, 0, j] = w[i, j]
                 out[i, 3, j] = 0.5 * (w[i, j] + out[i, 1, j])
-                if n_st == 5:
+                if n_base == 5:
                     out[i, 4, j] = 2.0 * out[i, 1, j]
+            for l in range(L):
+                norm2 = 0.0
+                for al in range(r):
+                    norm2 += w[i, l * r + al] ** 2
+                k = n_base + l
+                if norm2 >= BIG_TOKEN**2:
+                    for j in range(N):
+                        out[i, k, j] = out[i, 3, j]
+                    for al in range(r):
+                        out[i, k, l * r + al] = w[i, l * r + al]
+                else:
+                    for j in range(N):
+                        out[i, k, j] = np.nan
     return out

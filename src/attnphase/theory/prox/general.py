@@ -15,6 +15,8 @@ steps in the round-off regime) runs from several starts per point and keeps the 
 - its mirror (for r = 1: minus it; for r >= 2 the best rotation with the other determinant);
 - the midpoint (w + zero) / 2 and, for r >= 2, twice the zero: at large |w| the global minimiser can sit in a
   basin between w and the zero that neither reaches;
+- per token l with |w_l| >= 1, the midpoint with token l put back at w_l (mixed basins at large |w|: one token
+  stays near its w_l while the others shrink); NaN (skipped) elsewhere, so they cost little;
 - any starts the caller adds (e.g. the previous solution).
 The set was chosen by measurement over many random channel-like settings against the best of many candidates and
 random starts (benchmarks/prox.py --starts); candidates that never helped (-w, half the zero, single-token sign
@@ -60,11 +62,12 @@ def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sig
 
 def own_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> np.ndarray:
     """The solver's own starts, shape (n, S, L, r): w, the loss zero aligned with w, its mirror, the midpoint of w
-    and the zero, and for r >= 2 twice the zero (S = 4 for r = 1, 5 for r >= 2)."""
+    and the zero, for r >= 2 twice the zero, then L per-token starts (NaN where not used; S = 4 + L for r = 1,
+    5 + L for r >= 2)."""
     w = np.ascontiguousarray(w, dtype=float)
     n, L, r = w.shape
     out = _own_starts(w.reshape(n, L * r), np.ascontiguousarray(T, dtype=float), np.ascontiguousarray(Vinv, dtype=float))
-    return out.reshape(n, n_own_starts(r), L, r)
+    return out.reshape(n, n_own_starts(L, r), L, r)
 
 
 def _check(w, T, Vinv, sigma2, starts, gtol, max_iter):
@@ -119,7 +122,7 @@ def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, 
     n, L, r = w.shape
     parts = []
     if own:
-        parts.append(_own_starts(w.reshape(n, L * r), T, Vinv).reshape(n, n_own_starts(r), L, r))
+        parts.append(_own_starts(w.reshape(n, L * r), T, Vinv).reshape(n, n_own_starts(L, r), L, r))
     if starts is not None:
         parts.append(np.asarray(starts, dtype=float))
     if not parts:
