@@ -160,7 +160,7 @@ def test_linear_baseline_matches_monte_carlo():
         assert b.test_error_linear == pytest.approx(mc, rel=1e-2)
         np.testing.assert_allclose(b.mean_attention[0, 0], t1.mean(), atol=1e-3)
         np.testing.assert_allclose(b.mean_attention.sum(axis=1), 1.0)
-    # The study's value (MODEL.md section 4).
+    # The study's value.
     assert linear_baseline(Setting()).test_error_linear == pytest.approx(0.00197, abs=1e-5)
 
 

@@ -1,4 +1,4 @@
-"""The linear positional baseline yhat = B x (MODEL.md section 4).
+"""The linear positional baseline yhat = B x (see docs/model.md).
 
 With L^2 parameters it reaches its population optimum B = E[T] at any alpha > 0 as d -> infinity, so
     test_error_linear = (1/2) sum_{l,k} sigma^2 Var(T_lk) = (1/2)(1 - omega)^2 sigma^2 sum_{l,k} Var(softmax(h* h*^T)_lk)
