@@ -9,6 +9,7 @@ Arrays carry the points first: h (n, L, r), h* (n, L, r*), S and T (n, L, L).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:
@@ -25,7 +26,20 @@ def scores(h: np.ndarray) -> np.ndarray:
 
 def target_attention(hstar: np.ndarray, omega: float, A: np.ndarray) -> np.ndarray:
     """T = (1 - omega) softmax(h* h*^T) + omega A at every point, shape (n, L, L)."""
-    return (1.0 - omega) * softmax_rows(scores(hstar)) + omega * np.asarray(A)[None]
+    if hstar.shape[1] == 2:
+        # Two tokens: each row is (s, 1 - s) with s a logistic of a score difference (cheaper, overflow-safe).
+        if hstar.shape[2] == 1:
+            h1, h2 = hstar[:, 0, 0], hstar[:, 1, 0]
+            u1, u2 = h1 * (h1 - h2), h2 * (h2 - h1)
+        else:
+            sc = scores(hstar)
+            u1, u2 = sc[:, 0, 0] - sc[:, 0, 1], sc[:, 1, 1] - sc[:, 1, 0]
+        s1, s2 = expit(u1), expit(u2)
+        S = np.empty((hstar.shape[0], 2, 2))
+        S[:, 0, 0], S[:, 0, 1], S[:, 1, 1], S[:, 1, 0] = s1, 1.0 - s1, s2, 1.0 - s2
+    else:
+        S = softmax_rows(scores(hstar))
+    return (1.0 - omega) * S + omega * np.asarray(A)[None]
 
 
 def attention_loss(h: np.ndarray, T: np.ndarray, sigma2: float) -> np.ndarray:
