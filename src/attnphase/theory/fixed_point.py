@@ -31,6 +31,7 @@ class Inadmissible(ValueError):
 
 Map = Callable[[np.ndarray], tuple[np.ndarray, Any]]
 Predicate = Callable[[np.ndarray], bool]
+Scale = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -49,12 +50,17 @@ class SolverResult:
         return self.status == Status.ok
 
 
-def relative_residual(x: np.ndarray, gx: np.ndarray, floor: float = 1e-3) -> tuple[np.ndarray, float]:
-    """G(x) - x and its size max |G(x) - x| / max(|x|, floor)."""
+def default_scale(x: np.ndarray) -> np.ndarray:
+    """Per-coordinate size for relative residuals: max(|x|, 1e-3)."""
+    return np.maximum(np.abs(x), 1e-3)
+
+
+def relative_residual(x: np.ndarray, gx: np.ndarray, scale: Scale | None = None) -> tuple[np.ndarray, float]:
+    """G(x) - x and its size max |G(x) - x| / scale(x) (default max(|x|, 1e-3))."""
     r = gx - x
     if r.size == 0:
         return r, 0.0
-    return r, float(np.max(np.abs(r) / np.maximum(np.abs(x), floor)))
+    return r, float(np.max(np.abs(r) / (scale or default_scale)(x)))
 
 
 def _true(x: np.ndarray) -> bool:
@@ -75,7 +81,7 @@ def _evaluate(fmap: Map, x: np.ndarray) -> tuple[np.ndarray, Any]:
 def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate = _true,
              collapsed: Predicate = _false, diverged: Predicate = _false, depth: int = 5, mixing: float = 0.5,
              far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10, accept: float = 0.0,
-             stagnation: int = 12) -> SolverResult:
+             stagnation: int = 12, scale: Scale | None = None) -> SolverResult:
     """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
 
     - Far from the fixed point (residual > far) the first far_steps steps are damped (Anderson extrapolates
@@ -85,7 +91,9 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
       the scale of one integration point changing basin), the best iterate is accepted with a warning.
     - collapsed(x): the branch's order parameter has decayed (the iterate flows to a more symmetric point).
     - diverged(x): the iterate runs away.
+    - scale(x): per-coordinate sizes for the relative residual and Anderson's weighting (default max(|x|, 1e-3)).
     """
+    scale = scale or default_scale
     x = np.array(x0, dtype=float)
     n = x.size
     X_hist: list[np.ndarray] = []
@@ -105,7 +113,7 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
                 damping *= 0.5
                 continue
             return SolverResult(x, Status.inadmissible, (), it, np.inf, str(exc), aux)
-        r, res = relative_residual(x, gx)
+        r, res = relative_residual(x, gx, scale)
         if diverged(gx):
             return SolverResult(gx, Status.diverged, (), it, res, "the iterate ran away", aux)
         if res < tol:
@@ -132,7 +140,7 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
             dX = np.array([X_hist[i + 1] - X_hist[i] for i in range(len(X_hist) - 1)]).T
             dR = np.array([R_hist[i + 1] - R_hist[i] for i in range(len(R_hist) - 1)]).T
             # Scale by |x| so that small and large coordinates weigh alike.
-            s = np.maximum(np.abs(x), 1e-3)
+            s = scale(x)
             gamma, *_ = np.linalg.lstsq(dR / s[:, None], r / s, rcond=None)
             cand = x + damping * r - (dX + damping * dR) @ gamma
         else:
@@ -169,7 +177,7 @@ def newton_matrix(J: np.ndarray) -> np.ndarray | None:
 
 
 def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter: int = 8,
-          admissible: Predicate = _true) -> SolverResult | None:
+          admissible: Predicate = _true, scale: Scale | None = None) -> SolverResult | None:
     """Newton on G(x) - x with a frozen Jacobian from a nearby problem.  None if the residual stops falling."""
     x = np.array(x0, dtype=float)
     prev = np.inf
@@ -178,7 +186,7 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
             gx, aux = _evaluate(fmap, x)
         except Inadmissible:
             return None
-        r, res = relative_residual(x, gx)
+        r, res = relative_residual(x, gx, scale)
         if res < tol:
             return SolverResult(gx, Status.ok, (), it, res, "", aux)
         if res > 0.5 * prev:

@@ -218,8 +218,19 @@ class Layout:
                            thetahat=thetahat)
 
     def scale(self, x: np.ndarray) -> np.ndarray:
-        """Per-coordinate size for relative residuals: |x| with a floor."""
-        return np.maximum(np.abs(x), 1e-3)
+        """Per-coordinate size for relative residuals: max(|x|, 1e-3); an off-diagonal entry of q or V is measured
+        against its matrix's scale, sqrt(|M_aa M_bb|) (a small correlation must not set the tolerance)."""
+        out = np.maximum(np.abs(x), 1e-3)
+        if self.r > 1:
+            sq, _, sV, _ = self._slices()
+            iu, ju = _triu(self.r)
+            for sl in (sq, sV):
+                block = np.asarray(x[sl])
+                diag = {int(i): abs(block[k]) for k, (i, j) in enumerate(zip(iu, ju, strict=True)) if i == j}
+                for k, (i, j) in enumerate(zip(iu, ju, strict=True)):
+                    if i != j:
+                        out[sl.start + k] = max(out[sl.start + k], float(np.sqrt(diag[int(i)] * diag[int(j)])))
+        return out
 
 
 def canonical_rotation(o: Overlaps) -> tuple[np.ndarray, np.ndarray]:

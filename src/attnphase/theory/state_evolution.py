@@ -268,10 +268,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
         sol: SolverResult | None = None
         if nm is not None:
-            sol = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible)
+            sol = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale)
         if sol is None:
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
-                           collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept)
+                           collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if (rep == 0 and prec.replicas > 1 and sol.status == Status.ok
