@@ -147,10 +147,18 @@ def _err(p: Any, name: str) -> float:
     return float(e) if _isfinite(e) else 0.0
 
 
+def _scalar(p: Any, name: str) -> float:
+    """A quantity as a number: the theory's own scalar summary for matrix-valued overlaps (m, theta)."""
+    summary = getattr(p, "summary", None)
+    if callable(summary):
+        return float(summary()[name]) if name in ("q", "m", "V", "theta") else float(getattr(p, name))
+    return float(getattr(p, name))
+
+
 def _series(points: Sequence[Any], name: str,
             absolute: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = np.array([p.alpha for p in points], dtype=float)
-    y = np.array([float(getattr(p, name)) for p in points], dtype=float)
+    y = np.array([_scalar(p, name) for p in points], dtype=float)
     if absolute:  # Q -> -Q is a symmetry of the model: only |m|, |theta| are meaningful (MODEL.md section 2)
         y = np.abs(y)
     e = np.array([_err(p, name) for p in points], dtype=float)
@@ -449,7 +457,7 @@ def plot_overlaps(
                 x, y, e = _series(v, name, absolute=True)
                 _theory_line(ax, x, y * scale, e * scale, branch, f"theory, {branch}")
         _global_segments(ax, _global(curves, global_minimum),
-                         lambda p, name=name: abs(float(getattr(p, name))) * scale)
+                         lambda p, name=name: abs(_scalar(p, name)) * scale)
         for branch, rows in (unstable or {}).items():
             rows = sorted(rows, key=lambda r: r["alpha"])
             if rows and name in rows[0]:

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.prior import prior_energy
+from attnphase.theory.channel import update_hatoverlaps
+from attnphase.theory.overlaps import Branch, Overlaps
+from attnphase.theory.prior import prior_energy, update_overlaps
 from attnphase.theory.quadrature import gaussian_sobol
-from attnphase.theory.results import Overlaps
-from attnphase.theory.state_evolution import _step
 
 # Full coordinate vector of today's engine: (q, m, V, theta).
 ORDER_PARAMETER = {"semantic": 3, "positional": 1}
@@ -64,12 +64,14 @@ def branch_map(setting: Setting, alpha: float, branch: str, points: np.ndarray, 
     x = full_vector(np.asarray(y, float), float(t), branch)
     if x[0] <= 0 or x[2] <= 0:
         raise ValueError("overlaps left the admissible set: q or V <= 0")
-    gx, hats, out = _step(points, alpha, x, setting, branch)
+    # The engine's own channel and prior sides (study geometry: m_1 = m, m_2 = -m; scalars are 1 x 1).
+    o = Overlaps(q=x[0], m=x[1], V=x[2], theta=x[3])
+    out = update_hatoverlaps(setting, alpha, o, points, Branch(branch))
+    new = update_overlaps(setting, out.hats)
+    gx = np.array([float(new.q[0, 0]), float(new.m[0, 0]), float(new.V[0, 0]), float(new.theta[0, 0])])
     loss = float("nan")
     if energy:
-        o = Overlaps(*(float(v) for v in gx))
-        sigma2 = setting.sigma**2
-        loss = -(prior_energy(o, hats, sigma2, setting.lam, setting.rho) - alpha * out.moreau)
+        loss = -(prior_energy(setting, new, out.hats) - alpha * out.moreau)
     return MapValue(gy=gx[list(SPECTATORS)], gt=float(gx[ORDER_PARAMETER[branch]]), train_loss=loss)
 
 
@@ -88,11 +90,8 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
     d/dt E[F] = E[F * d log p / dt] with F evaluated at t = 0.  Unlike a finite difference of the map, this needs
     no step and does not see the map's graininess (points switching basin), and it is unbiased for every
     scrambling."""
-    from attnphase.theory.channel import teacher_fields
     from attnphase.theory.loss import target_diagonal
-    from attnphase.theory.prior import prior
     from attnphase.theory.proximal import solve_prox
-    from attnphase.theory.results import HatOverlaps
 
     q, V = (float(v) for v in y)
     if q <= 0 or V <= 0:
@@ -101,15 +100,21 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
     sigma2, rho = setting.sigma**2, setting.rho
     sq = np.sqrt(q)
     w1, w2 = sq * z[0], sq * z[1]
-    hs1, hs2, c = teacher_fields(z, q, 0.0, rho)
+    # At theta = 0 the teacher fields are independent of the student's: h*_l = sqrt(rho) eta_l.
+    c = float(np.sqrt(rho))
+    hs1, hs2 = c * z[2], c * z[3]
     t1, t2 = target_diagonal(hs1, hs2, setting.omega, setting.A_array)
     sol = solve_prox(w1, w2, t1, t2, V, sigma2)
     f1 = (sol.h1 - w1) / V
     f2 = (sol.h2 - w2) / V
     qhat = alpha * float(np.mean(f1 * f1 + f2 * f2))
     Vhat = -alpha * float(np.mean(f1 * z[0] + f2 * z[1])) / sq
-    new = prior(HatOverlaps(qhat=qhat, mhat=0.0, Vhat=Vhat, thetahat=0.0), sigma2, setting.lam, rho)
-    K = 1.0 / (setting.lam + sigma2 * Vhat)
+    denom = setting.lam + sigma2 * Vhat
+    if not denom > 0:
+        raise ValueError(f"lambda + sigma^2 Vhat = {denom:.3g} <= 0: the iteration left the admissible set")
+    K = 1.0 / denom
+    # Prior side at the symmetric point (mhat = thetahat = 0): V = sigma^2 K, q = sigma^4 K^2 qhat.
+    new_q, new_V = sigma2 * K * K * sigma2 * qhat, sigma2 * K
     if branch == "semantic":
         # thetahat = alpha E[sum_l f_l (h*_l - theta xi_l / sqrt q)] / c^2 with h*_l | xi ~ N(theta xi_l / sqrt q, c^2)
         # (dc/dtheta = 0 at theta = 0): the explicit theta in the integrand, and the score
@@ -122,4 +127,4 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
         # mhat = alpha E[f_1 - f_2] with omega_l ~ N(+-m, q): score (xi_1 - xi_2) / sqrt(q).
         d_hat = alpha * float(np.mean((f1 - f2) * (z[0] - z[1]))) / sq
         slope = K * d_hat
-    return SymmetricValue(gy=np.array([new.q, new.V]), slope=float(slope))
+    return SymmetricValue(gy=np.array([new_q, new_V]), slope=float(slope))
