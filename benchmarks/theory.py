@@ -1,6 +1,11 @@
 """Theory-engine benchmark: seconds per fixed point, achieved error estimates, and the omega = 0.3 curve.
 
     python benchmarks/theory.py [--alpha 1.5] [--omega 0.3] [--skip-high] [--curve-points 20]
+                                [--general-only | --skip-general] [--dims 2,1,1:3,1,1:2,2,1:2,1,2:4,1,1]
+
+The general table: seconds per fixed point at default precision for (L, r, r*) (positions: antipodal at
+L = 2, simplex otherwise; the default A), positional and semantic branches, after a warm-up solve per shape
+(compilation of the kernels is not counted).
 
 Prints a table.  Relative errors are one-standard-error estimates from the spread over independent
 Sobol scramblings; 'vs high' is |default - high| / combined standard error (should be O(1)).
@@ -21,13 +26,34 @@ from attnphase.theory.state_evolution import PRECISIONS
 KEYS = ("q", "m", "theta", "train_loss", "test_error")
 
 
+def _value(fp, k: str) -> float:
+    return fp.train_loss if k == "train_loss" else fp.test_error if k == "test_error" else fp.summary()[k]
+
+
 def rel_errors(fp) -> dict[str, float]:
     out = {}
     for k in KEYS + ("V",):
-        v = getattr(fp, k)
-        if v != 0:
+        v = _value(fp, k)
+        if v != 0 and np.isfinite(fp.errors.get(k, np.nan)):
             out[k] = fp.errors[k] / abs(v)
     return out
+
+
+def general_table(dims: list[tuple[int, int, int]], alpha: float, omega: float) -> None:
+    rows = []
+    for L, r, rs in dims:
+        s = Setting(L=L, r=r, r_star=rs, omega=omega)
+        solve(s, alpha, "semantic", "fast")  # compiles (or loads) the kernels for this shape
+        for branch in ("positional", "semantic"):
+            fp = solve(s, alpha, branch, "default")
+            rel = rel_errors(fp)
+            rows.append({"L": L, "r": r, "r*": rs, "dim": L * (r + rs), "positions": s.positions_label,
+                         "branch": branch, "seconds": round(fp.seconds, 2), "replicas": fp.n_replicas,
+                         "iterations": fp.iterations, "max_rel_err": max(rel.values()) if rel else None,
+                         "status": fp.status.value, "warnings": len(fp.warnings)})
+            print(rows[-1], flush=True)
+    print(f"\nSeconds per fixed point at default precision, alpha = {alpha}, omega = {omega}")
+    print(format_table(rows, list(rows[0])))
 
 
 def main() -> None:
@@ -36,7 +62,15 @@ def main() -> None:
     ap.add_argument("--omega", type=float, default=0.3)
     ap.add_argument("--skip-high", action="store_true")
     ap.add_argument("--curve-points", type=int, default=20)
+    ap.add_argument("--dims", default="2,1,1:3,1,1:2,2,1:2,1,2:4,1,1", help="L,r,r* shapes, colon-separated")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--general-only", action="store_true")
+    g.add_argument("--skip-general", action="store_true")
     args = ap.parse_args()
+    if not args.skip_general:
+        general_table([tuple(int(v) for v in d.split(",")) for d in args.dims.split(":")], args.alpha, args.omega)
+        if args.general_only:
+            return
     s = Setting(omega=args.omega)
 
     t = time.perf_counter()
@@ -57,13 +91,13 @@ def main() -> None:
                 "points": f"{fp.n_replicas}x2^{PRECISIONS[prec].log2_points}",
                 "iterations": fp.iterations, "max_rel_err": main_rel, "worst": max(
                     (k for k in rel if k != "V"), key=lambda k: rel[k]), "rel_err_V": rel["V"],
-                "converged": fp.converged, "status": fp.status,
+                "converged": fp.converged, "status": fp.status.value,
             })
     if not args.skip_high:
         for r in rows:
             if r["precision"] == "default":
                 a, b = results[(r["branch"], "default")], results[(r["branch"], "high")]
-                z = [abs(getattr(a, k) - getattr(b, k)) / np.hypot(a.errors[k], b.errors[k])
+                z = [abs(_value(a, k) - _value(b, k)) / np.hypot(a.errors[k], b.errors[k])
                      for k in KEYS + ("V",) if a.errors[k] > 0]
                 r["vs_high_max_z"] = round(float(max(z)), 2)
     cols = ["branch", "precision", "seconds", "points", "iterations", "max_rel_err", "worst", "rel_err_V",

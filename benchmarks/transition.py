@@ -1,45 +1,67 @@
-"""Transition benchmark: seconds for alpha_c and alpha_l at one omega, and for the default phase diagram.
+"""Transition benchmark: per omega, the seconds, the number of fixed-point solves and map evaluations, and the
+critical values with the widths of their intervals; then the whole phase diagram through the process pool.
 
-    python benchmarks/transition.py [--omega 0.3] [--n-omegas 10] [--workers 2]
+    python benchmarks/transition.py [--omegas 0:0.45:10] [--workers 2] [--precision fast] [--n-grid 10]
+
+The machine's core count and load are printed first: timings on a shared machine mean little without them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
-import numpy as np
-
 from attnphase import Setting
-from attnphase.cli.common import format_table
-from attnphase.theory import phase_diagram, solve, transition
+from attnphase.cli.common import format_table, parse_spec
+from attnphase.theory import phase_diagram, solve
+from attnphase.theory.transition import NAMES, transition
+
+
+def _row(r, seconds: float | None = None) -> dict:
+    row = {"omega": r.omega, "seconds": round(seconds if seconds is not None else r.seconds, 2),
+           "cpu s": round(r.cpu_seconds, 2), "solves": r.solves, "map evals": r.map_evaluations}
+    for name in NAMES:
+        c = r.critical[name]
+        short = name.replace("alpha_", "")
+        row[short] = None if c.value is None else round(c.value, 4)
+        row[f"{short} width"] = None if c.width is None else round(c.width, 4)
+        row[f"{short} kind"] = c.kind
+    return row
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--omega", type=float, default=0.3)
-    ap.add_argument("--n-omegas", type=int, default=10)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--omegas", default="0:0.45:10")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--precision", default="fast")
+    ap.add_argument("--n-grid", type=int, default=10)
+    ap.add_argument("--xtol", type=float, default=0.02)
+    ap.add_argument("--skip-serial", action="store_true", help="only the pooled phase diagram")
+    ap.add_argument("--skip-pool", action="store_true", help="only the serial transitions")
     args = ap.parse_args()
+    omegas = parse_spec(args.omegas, "--omegas")
+    print(f"cores: {os.cpu_count()}, load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     solve(Setting(), 1.0, "semantic", "fast")  # compile / load the kernel outside the timings
 
-    t = time.perf_counter()
-    r = transition(Setting(omega=args.omega), precision=args.precision)
-    dt = time.perf_counter() - t
-    print(f"transition at omega = {args.omega} ({args.precision}): {dt:.1f} s")
-    print(format_table([r.to_dict()], ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "alpha_l_lo",
-                                       "alpha_l_hi", "alpha_sem_appears", "alpha_pos_vanishes"]))
+    if not args.skip_serial:
+        rows = []
+        for w in omegas:
+            t = time.perf_counter()
+            r = transition(Setting(omega=w), precision=args.precision, n_grid=args.n_grid, xtol=args.xtol)
+            rows.append(_row(r, time.perf_counter() - t))
+        print(f"\none transition per omega, serial ({args.precision}, n_grid = {args.n_grid}, xtol = {args.xtol}):")
+        print(format_table(rows, list(rows[0])))
 
-    omegas = [float(f"{w:.12g}") for w in np.linspace(0.0, 0.45, args.n_omegas)]
+    if args.skip_pool:
+        return
     t = time.perf_counter()
-    # The defaults of `attnphase phase-diagram`: 10 grid alphas, crossings to +-0.02.
-    rows = [x.to_dict() for x in phase_diagram(Setting(), omegas, precision=args.precision, workers=args.workers,
-                                                progress=False, n_grid=10, xtol=0.02)]
+    res = phase_diagram(Setting(), omegas, precision=args.precision, workers=args.workers, progress=False,
+                        n_grid=args.n_grid, xtol=args.xtol)
     dt = time.perf_counter() - t
-    print(f"\nphase diagram, {args.n_omegas} omegas in [0, 0.45], workers = {args.workers}: {dt:.1f} s")
-    print(format_table(rows, ["omega", "alpha_c", "alpha_l", "test_error_linear", "alpha_sem_appears",
-                              "alpha_pos_vanishes", "note"]))
+    print(f"\nphase diagram, {len(omegas)} omegas, workers = {args.workers}: {dt:.1f} s "
+          f"(load average now {os.getloadavg()[0]:.2f})")
+    print(format_table([_row(r) for r in res], list(_row(res[0]))))
 
 
 if __name__ == "__main__":

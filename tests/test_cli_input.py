@@ -8,6 +8,7 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -221,6 +222,7 @@ def test_theory_shows_a_labelled_progress_bar_unless_quiet(monkeypatch, capsys):
     import attnphase.theory as theory
 
     def fake_curve(setting, alphas, branch, precision="default", seed=0):
+        time.sleep(0.7)  # the bar shows only for work that takes more than half a second
         pts = synthetic_curves([1.0])
         return pts.get(branch, pts["positional"])
 

@@ -1,17 +1,19 @@
-"""Figures from synthetic inputs: each writes a non-empty PNG and PDF; the curve helpers find crossings."""
+"""Figures from synthetic inputs, tested on their matplotlib artists: what is drawn is exactly what the theory
+returned (critical values, valid points only, the unstable branch dashed); plus the CLI wiring."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from attnphase import plots
+from attnphase.theory.curves import Critical, global_minimum_curve
 from attnphase.theory.results import FixedPoint, HatOverlaps, Overlaps
+from attnphase.theory.transition import TransitionResult
 
 OMEGA = 0.3
 LINEAR = 0.00197
@@ -68,19 +70,57 @@ def synthetic_sim(ds: tuple[int, ...] = (100,), alphas: tuple[float, ...] = (0.5
     return pd.DataFrame(rows)
 
 
-def synthetic_transitions(
-        omegas: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.4, 0.45)) -> list[SimpleNamespace]:
+def _crit(name: str, value: float | None, half: float = 0.03, kind: str = "crossing") -> Critical:
+    if value is None:
+        return Critical.missing(name, kind if kind != "crossing" else "not in range", "synthetic")
+    return Critical(name, value, value - half, value + half, kind, "synthetic")
+
+
+def synthetic_transition(w: float, alpha_c: float | None, alpha_l: float | None, *, kind: str = "crossing",
+                         sem: float | None = None, curves: dict | None = None,
+                         unstable: dict | None = None) -> TransitionResult:
+    crit = {"alpha_c": _crit("alpha_c", alpha_c, kind=kind), "alpha_l": _crit("alpha_l", alpha_l, 0.05),
+            "alpha_sem_appears": _crit("alpha_sem_appears", sem, 0.01, "pitchfork"),
+            "alpha_pos_vanishes": Critical.missing("alpha_pos_vanishes", "not in range", "synthetic")}
+    return TransitionResult(omega=w, critical=crit, test_error_linear=LINEAR * (1 - w) ** 2, alpha_range=(0.05, 2.0),
+                            curves=curves or {}, unstable=unstable or {})
+
+
+def synthetic_transitions(omegas: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.4, 0.45)) -> list[TransitionResult]:
     out = []
     for w in omegas:
         ac = 0.2 + 2.5 * w
         al = ac + 0.3 if w < 0.4 else None  # never beats the baseline at the largest omegas
-        out.append(SimpleNamespace(
-            omega=w, alpha_c=ac, alpha_c_bracket=(ac - 0.03, ac + 0.03), alpha_l=al,
-            alpha_l_bracket=None if al is None else (al - 0.05, al + 0.05),
-            test_error_linear=LINEAR * (1 - w) ** 2,
-            alpha_sem_appears=0.6 * ac, alpha_pos_vanishes=None, reasons={}, curves={},
-        ))
+        out.append(synthetic_transition(w, ac, al, sem=0.6 * ac))
     return out
+
+
+class Captured:
+    """Figures passed to plots.save_figure (which still writes the files)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.figs: list = []
+        original = plots.save_figure
+
+        def save(fig, out):
+            self.figs.append(fig)
+            return original(fig, out)
+
+        monkeypatch.setattr(plots, "save_figure", save)
+
+    @property
+    def ax(self):
+        return self.figs[-1].axes[0]
+
+
+def _vlines(ax, label: str) -> list[float]:
+    """x of the vertical lines with this label (axvline: constant x data)."""
+    return [float(line.get_xdata()[0]) for line in ax.get_lines() if line.get_label() == label]
+
+
+def _line(ax, label: str):
+    (line,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+    return line
 
 
 def _check(paths: list[Path]) -> None:
@@ -92,21 +132,18 @@ def _check(paths: list[Path]) -> None:
     assert paths[1].read_bytes()[:5] == b"%PDF-"
 
 
-def test_global_minimum_picks_lower_train_loss() -> None:
-    gm = plots.global_minimum(synthetic_curves())
-    branches = {round(p.alpha, 6): b for b, p in gm}
-    assert branches[round(0.1, 6)] == "positional"  # semantic does not exist there
-    assert branches[0.5] == "positional"
-    assert branches[2.0] == "semantic"
-    # the collapsed semantic point is never chosen
-    assert all(p.status == "ok" for _, p in gm)
-
-
-def test_crossings_interpolate_curves() -> None:
-    alpha_c, alpha_l = plots.crossings(synthetic_curves(), LINEAR)
-    assert alpha_c == pytest.approx(1.0, abs=1e-9)
-    assert alpha_l == pytest.approx(1.25, abs=1e-9)
-    assert plots.crossings({"positional": synthetic_curves()["positional"]}, LINEAR) == (None, None)
+def test_global_minimum_underlay_is_the_theory_curve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = Captured(monkeypatch)
+    curves = synthetic_curves()
+    gm = global_minimum_curve(curves)
+    # the theory's global minimum: positional where semantic does not exist or is higher, never a collapsed point
+    by_alpha = {round(p.alpha, 6): p.branch for p in gm}
+    assert by_alpha[round(0.1, 6)] == "positional" and by_alpha[2.0] == "semantic"
+    assert all(p.valid for p in gm)
+    plots.plot_test_error(curves, tmp_path / "te", global_minimum=gm[:5])
+    # the underlay draws exactly the points it is given
+    xs = np.concatenate([ln.get_xdata() for ln in cap.ax.get_lines() if ln.get_label() in ("global minimum",)])
+    assert np.allclose(np.sort(xs), [p.alpha for p in gm[:5]])
 
 
 def test_save_figure_suffixes(tmp_path: Path) -> None:
@@ -120,30 +157,76 @@ def test_save_figure_suffixes(tmp_path: Path) -> None:
     assert (tmp_path / "sub" / "fig.omega0.3.png").is_file()
 
 
-def test_test_error_figure(tmp_path: Path) -> None:
-    paths = plots.plot_test_error(synthetic_curves(), tmp_path / "test_error.png", test_error_linear=LINEAR,
-                                  simulation=synthetic_sim(ds=(50, 100)), alpha_c=1.0, alpha_l=1.25,
+def test_test_error_figure_draws_given_values_and_valid_points(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = Captured(monkeypatch)
+    curves = synthetic_curves()
+    paths = plots.plot_test_error(curves, tmp_path / "test_error.png", test_error_linear=LINEAR,
+                                  simulation=synthetic_sim(ds=(50, 100)), alpha_c=1.0123, alpha_l=1.2345,
                                   alpha_c_bracket=(0.95, 1.05), omega=OMEGA)
     _check(paths)
+    ax = cap.ax
+    assert _vlines(ax, r"$\alpha_c$") == [1.0123]
+    assert _vlines(ax, r"$\alpha_l$") == [1.2345]
+    assert float(_line(ax, "linear baseline").get_ydata()[0]) == LINEAR
+    for branch, pts in curves.items():
+        line = _line(ax, f"theory, {branch}")
+        valid = [p for p in pts if p.valid]
+        assert np.allclose(line.get_xdata(), [p.alpha for p in valid])  # the collapsed point is not drawn
+        assert np.allclose(line.get_ydata(), [p.test_error for p in valid])
+    # the alpha_c bracket is shaded
+    spans = [p for p in ax.patches if p.get_x() == pytest.approx(0.95)]
+    assert spans and spans[0].get_width() == pytest.approx(0.10)
 
 
-def test_test_error_figure_theory_only(tmp_path: Path) -> None:
+def test_test_error_figure_without_critical_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = Captured(monkeypatch)
     _check(plots.plot_test_error(synthetic_curves(), tmp_path / "te"))
+    assert _vlines(cap.ax, r"$\alpha_c$") == [] and _vlines(cap.ax, r"$\alpha_l$") == []
 
 
-def test_loss_difference_figure(tmp_path: Path) -> None:
+def test_loss_difference_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = Captured(monkeypatch)
+    curves = synthetic_curves()
     sim = synthetic_sim(optimizers=("lbfgs", "gd"))
-    _check(plots.plot_loss_difference(synthetic_curves(), tmp_path / "ld.pdf", simulation=sim, alpha_c=1.0,
-                                      omega=OMEGA))
+    _check(plots.plot_loss_difference(curves, tmp_path / "ld.pdf", simulation=sim, alpha_c=1.0, omega=OMEGA))
+    line = _line(cap.ax, "theory")
+    sem = {round(p.alpha, 9): p for p in curves["semantic"] if p.valid}
+    pos = {round(p.alpha, 9): p for p in curves["positional"]}
+    keys = sorted(set(sem) & set(pos))
+    assert np.allclose(line.get_xdata(), keys)
+    assert np.allclose(line.get_ydata(), [sem[k].train_loss - pos[k].train_loss for k in keys])
+    assert _vlines(cap.ax, r"$\alpha_c$") == [1.0]
 
 
-def test_overlaps_figure(tmp_path: Path) -> None:
+def test_overlaps_figure_draws_the_unstable_branch_dashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = Captured(monkeypatch)
+    rows = [{"alpha": a, "q": 0.05, "V": 20.0, "theta": th, "m": 0.0} for a, th in ((0.5, 0.0), (0.45, 0.05),
+                                                                                  (0.47, 0.1))]
     _check(plots.plot_overlaps(synthetic_curves(), tmp_path / "ov", simulation=synthetic_sim(), alpha_c=1.0,
-                               omega=OMEGA, sigma=0.5))
+                               omega=OMEGA, sigma=0.5, unstable={"semantic": rows}))
+    ax_m, ax_theta = cap.figs[-1].axes[:2]
+    (dashed,) = [ln for ln in ax_theta.get_lines() if ln.get_gid() == "unstable-semantic"]
+    assert np.allclose(dashed.get_xdata(), [0.45, 0.47, 0.5])
+    assert np.allclose(dashed.get_ydata(), [0.05 / 0.25, 0.1 / 0.25, 0.0])
+    assert dashed.get_linestyle() == "--"
+    assert _vlines(ax_m, r"$\alpha_c$") == [1.0] == _vlines(ax_theta, r"$\alpha_c$")
 
 
-def test_phase_diagram_figure(tmp_path: Path) -> None:
-    _check(plots.plot_phase_diagram(synthetic_transitions(), tmp_path / "pd", alpha_max=2.0))
+def test_phase_diagram_draws_the_transitions_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = Captured(monkeypatch)
+    trs = synthetic_transitions()
+    trs.append(synthetic_transition(0.5, None, None, kind="above range"))
+    trs.append(synthetic_transition(0.01, 0.4, 0.6, kind="at spinodal", sem=0.4))
+    _check(plots.plot_phase_diagram(trs, tmp_path / "pd", alpha_max=2.0))
+    ax = cap.ax
+    drawn = [c for c in ax.containers if c.get_label().startswith(r"$\alpha_c$")]
+    x = drawn[0].lines[0].get_xdata()
+    y = drawn[0].lines[0].get_ydata()
+    want = sorted((t.omega, t.alpha_c) for t in trs if t.alpha_c is not None)
+    assert np.allclose(y, [w for w, _ in want]) and np.allclose(x, [a for _, a in want])
+    assert np.allclose(_line(ax, r"$\alpha_c > 2$").get_ydata(), [0.5])
+    assert np.allclose(_line(ax, "switch at the semantic spinodal").get_xdata(), [0.4])
 
 
 def test_phase_diagram_with_heatmap(tmp_path: Path) -> None:
@@ -237,15 +320,56 @@ def test_cli_plot_phase_diagram_wiring(tmp_path: Path, monkeypatch: pytest.Monke
     _check([Path(p) for p in printed])
 
 
-def test_cli_plot_test_error_real_theory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Real theory at precision fast on two alphas, with simulation points from a store."""
+def test_cli_plot_test_error_draws_the_transition_values(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real theory curves at precision fast on two alphas, simulation points from a store; the transition (its
+    own test is in test_transition.py) replaced by a stand-in, to check that its values are what is drawn."""
+    import importlib
+
     from attnphase.cli import main
 
+    cap = Captured(monkeypatch)
+    seen = {}
+
+    def fake_transition(setting, precision="fast"):
+        seen.update(omega=setting.omega, precision=precision)
+        return synthetic_transition(setting.omega, 1.234, 1.5)
+
+    monkeypatch.setattr(importlib.import_module("attnphase.theory"), "transition", fake_transition)
     store = _store(tmp_path)
     rc = main(["plot", "test-error", "--alphas", "1.0,1.5", "--precision", "fast", "--store", str(store),
                "--no-progress", "--out", str(tmp_path / "te")])
     assert rc == 0
     _check([Path(p) for p in capsys.readouterr().out.split()])
+    assert seen == {"omega": 0.3, "precision": "fast"}
+    assert _vlines(cap.ax, r"$\alpha_c$") == [1.234]
+    assert _vlines(cap.ax, r"$\alpha_l$") == [1.5]
+    # every plotted theory point is a converged one
+    for branch in ("positional", "semantic"):
+        lines = [ln for ln in cap.ax.get_lines() if ln.get_label() == f"theory, {branch}"]
+        assert len(lines) <= 1
+
+
+@pytest.mark.slow
+def test_figure_and_cli_report_the_same_alpha_c(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real thing: `attnphase plot test-error` draws alpha_c where `attnphase transition` prints it."""
+    import json
+
+    from attnphase.cli import main
+
+    cap = Captured(monkeypatch)
+    assert main(["transition", "--omega", "0.3", "--precision", "fast", "--json", "--workers", "1",
+                 "--no-progress"]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    assert rec["alpha_c"] is not None
+    assert main(["plot", "test-error", "--alphas", "1.0,1.5", "--omega", "0.3", "--precision", "fast",
+                 "--no-progress", "--out", str(tmp_path / "te")]) == 0
+    assert _vlines(cap.ax, r"$\alpha_c$") == [pytest.approx(rec["alpha_c"], abs=1e-12)]
+    assert _vlines(cap.ax, r"$\alpha_l$") == ([pytest.approx(rec["alpha_l"], abs=1e-12)] if rec["alpha_l"] else [])
+    for line in cap.ax.get_lines():
+        if line.get_label().startswith("theory, "):
+            assert np.all(np.isfinite(line.get_ydata()))
 
 
 def test_cli_plot_finite_size_real_theory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -268,20 +392,3 @@ def test_cli_plot_other_kinds_real_theory(tmp_path: Path, capsys: pytest.Capture
                "--no-progress", "--out", str(tmp_path / kind)])
     assert rc == 0
     _check([Path(p) for p in capsys.readouterr().out.split()])
-
-
-def test_phase_boundary_falls_back_to_the_semantic_spinodal(tmp_path: Path) -> None:
-    """Semantic lower wherever both branches exist: no crossing, the switch is at the spinodal."""
-    alphas = np.linspace(0.1, 2.0, 8)
-    pos = [_fp(a, "positional", train_loss=0.01, test_error=0.003, m=0.2, theta=0.0) for a in alphas]
-    sem = [_fp(a, "semantic", train_loss=0.005, test_error=0.002, m=0.0, theta=0.2)
-           for a in alphas if a > 0.6]
-    tr = SimpleNamespace(omega=0.05, alpha_c=None, alpha_c_bracket=None, alpha_l=0.8, alpha_l_bracket=None,
-                         alpha_sem_appears=0.6, alpha_sem_appears_bracket=(0.58, 0.62),
-                         alpha_pos_vanishes=None, curves={"positional": pos, "semantic": sem})
-    assert plots.phase_boundary(tr) == (0.6, (0.58, 0.62), "spinodal")
-    crossing = synthetic_transitions((0.3,))[0]
-    assert plots.phase_boundary(crossing) == (crossing.alpha_c, crossing.alpha_c_bracket, "crossing")
-    tr_none = SimpleNamespace(**{**tr.__dict__, "alpha_sem_appears": None})
-    assert plots.phase_boundary(tr_none) == (None, None, "")
-    _check(plots.plot_phase_diagram([tr, *synthetic_transitions((0.1, 0.3))], tmp_path / "pd"))

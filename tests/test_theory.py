@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import minimize
 
 from attnphase import Setting
-from attnphase.theory import find_crossing, linear_baseline, solve
+from attnphase.theory import Status, find_crossing, linear_baseline, solve
 from attnphase.theory.loss import attention_loss, loss_derivatives, target_diagonal
 from attnphase.theory.proximal import objective, solve_prox
 from attnphase.theory.quadrature import gaussian_sobol
@@ -108,17 +108,18 @@ def test_softmax_is_stable_for_huge_arguments():
 def test_agnostic_branch_and_small_alpha_limit():
     s = Setting()
     ag = solve(s, 1.0, "agnostic", "fast")
-    assert ag.valid and ag.m == 0.0 and ag.theta == 0.0 and ag.q > 0
+    assert ag.valid and np.all(ag.m == 0.0) and np.all(ag.theta == 0.0) and ag.q[0, 0] > 0
     # alpha -> 0: no data, the ridge alone: hats -> 0, so V -> sigma^2/lambda, q -> 0, train_loss -> 0.
     # Vhat vanishes only like sqrt(alpha): the jumps of the global minimiser across the switching surface
     # give E[f xi]/sqrt(q) ~ 1/sqrt(q) with q ~ alpha.
     tiny = solve(s, 1e-5, "agnostic", "fast")
     small = solve(s, 1e-3, "agnostic", "fast")
     assert tiny.converged and small.converged
-    assert tiny.V == pytest.approx(s.sigma**2 / s.lam, rel=3e-3)
-    dev_tiny, dev_small = abs(tiny.V - 25.0), abs(small.V - 25.0)
+    tV, sV = tiny.summary()["V"], small.summary()["V"]
+    assert tV == pytest.approx(s.sigma**2 / s.lam, rel=3e-3)
+    dev_tiny, dev_small = abs(tV - 25.0), abs(sV - 25.0)
     assert dev_small / dev_tiny == pytest.approx(10.0, rel=0.3)  # sqrt(1e-3 / 1e-5)
-    assert tiny.q / 1e-5 == pytest.approx(small.q / 1e-3, rel=0.05)  # q ~ alpha
+    assert tiny.summary()["q"] / 1e-5 == pytest.approx(small.summary()["q"] / 1e-3, rel=0.05)  # q ~ alpha
     assert tiny.train_loss / 1e-5 == pytest.approx(small.train_loss / 1e-3, rel=0.05)
     # Test error at q -> 0 (uniform attention S = 1/2): sigma^2 E[(1/2 - T_11)^2 + (1/2 - T_22)^2].
     rng = np.random.default_rng(0)
@@ -133,8 +134,9 @@ def test_branch_symmetries_are_exact():
     pos = solve(s, 1.5, "positional", "fast")
     sem = solve(s, 1.5, "semantic", "fast")
     assert pos.valid and sem.valid
-    assert pos.theta == 0.0 and pos.hats.thetahat == 0.0 and pos.m > 0.1
-    assert sem.m == 0.0 and sem.hats.mhat == 0.0 and sem.theta > 0.05
+    assert np.all(pos.theta == 0.0) and np.all(pos.hats.thetahat == 0.0) and pos.m_norm > 0.1
+    assert pos.m[0, 0] == -pos.m[1, 0]  # antipodal codes: m_2 = -m_1 exactly
+    assert np.all(sem.m == 0.0) and np.all(sem.hats.mhat == 0.0) and sem.theta_norm > 0.05
     # Global minimum at alpha = 1.5 (study setting) is the lower of the two.
     assert min(pos.train_loss, sem.train_loss) == solve(s, 1.5, "global", "fast").train_loss
 
@@ -142,8 +144,8 @@ def test_branch_symmetries_are_exact():
 def test_semantic_branch_collapse_is_reported():
     s = Setting()
     fp = solve(s, 0.3, "semantic", "fast")
-    assert not fp.valid
-    assert "collapsed" in fp.status
+    assert not fp.valid and not fp.converged
+    assert fp.status == Status.collapsed and "collapsed" in fp.status
 
 
 def test_linear_baseline_matches_monte_carlo():
@@ -158,7 +160,7 @@ def test_linear_baseline_matches_monte_carlo():
         assert b.test_error_linear == pytest.approx(mc, rel=1e-2)
         np.testing.assert_allclose(b.mean_attention[0, 0], t1.mean(), atol=1e-3)
         np.testing.assert_allclose(b.mean_attention.sum(axis=1), 1.0)
-    # The study's value (MODEL.md section 4).
+    # The study's value.
     assert linear_baseline(Setting()).test_error_linear == pytest.approx(0.00197, abs=1e-5)
 
 
@@ -168,7 +170,7 @@ def test_error_estimate_covers_more_precise_solve():
         fast = solve(s, 1.5, branch, "fast")
         ref = solve(s, 1.5, branch, "default", seed=7)
         for key in ("q", "V", "train_loss", "test_error", "m" if branch == "positional" else "theta"):
-            a, b = getattr(fast, key), getattr(ref, key)
+            a, b = ({**p.summary(), "train_loss": p.train_loss, "test_error": p.test_error}[key] for p in (fast, ref))
             err = np.hypot(fast.errors[key], ref.errors[key])
             assert abs(a - b) <= 4 * err + 1e-12, (branch, key, a, b, err)
 

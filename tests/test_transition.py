@@ -1,11 +1,19 @@
-"""Critical points: bracketing and physics sanity (MODEL.md section 7)."""
+"""Critical values: branch ends as properties of the equations, crossings with intervals that mean something
+(MODEL.md section 7)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 from attnphase import Setting
-from attnphase.theory import solve, transition
+from attnphase.theory import _branch_map as bm
+from attnphase.theory.branch_ends import branch_end
+from attnphase.theory.curves import Critical, global_minimum_curve, spread_halfwidth
+from attnphase.theory.state_evolution import Precision, solve
+from attnphase.theory.transition import _root, check_transition_args, transition
 
 
 @pytest.fixture(scope="module")
@@ -13,29 +21,174 @@ def study_transition():
     return transition(Setting(omega=0.3), alpha_min=0.6, alpha_max=2.0, n_grid=6, precision="fast", xtol=0.02)
 
 
+# ------------------------------------------------------------------------------------------ the adapter
+
+
+@pytest.mark.parametrize("branch, alpha", [("semantic", 0.7), ("positional", 0.3)])
+def test_mirrored_points_make_the_map_exactly_odd(branch: str, alpha: float) -> None:
+    s = Setting(omega=0.3)
+    z = bm.symmetric_points(10, 0, 0, branch)
+    y = np.array([0.05, 28.0])
+    plus, minus = bm.branch_map(s, alpha, branch, z, y, 0.03), bm.branch_map(s, alpha, branch, z, y, -0.03)
+    assert plus.gt == pytest.approx(-minus.gt, rel=1e-9, abs=1e-14)
+    assert np.allclose(plus.gy, minus.gy, rtol=1e-9)
+    assert abs(bm.branch_map(s, alpha, branch, z, y, 0.0).gt) < 1e-9  # zero up to the prox solver's round-off
+
+
+@pytest.mark.parametrize("branch, alpha, log2, rel_h", [("semantic", 0.7, 15, 0.04), ("positional", 0.3, 16, 0.1)])
+def test_likelihood_ratio_slope_matches_finite_differences(branch: str, alpha: float, log2: int, rel_h: float) -> None:
+    """The exact slope at the symmetric point against a central difference of the map itself (same points,
+    Richardson-extrapolated from two steps, which the map's graininess limits to ~1e-2)."""
+    s = Setting(omega=0.3)
+    z = bm.symmetric_points(log2, 0, 0, branch)
+    y = np.array([0.05, 28.0])
+    lr = bm.symmetric_map(s, alpha, branch, z, y)
+    h = rel_h * math.sqrt(y[0])
+    d1 = bm.branch_map(s, alpha, branch, z, y, h).gt / h
+    d2 = bm.branch_map(s, alpha, branch, z, y, 2 * h).gt / (2 * h)
+    fd = (4 * d1 - d2) / 3
+    assert lr.slope == pytest.approx(fd, rel=0.03)
+    assert np.allclose(lr.gy, bm.branch_map(s, alpha, branch, z, y, 0.0).gy, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------ records and roots
+
+
+def test_critical_record_checks_its_interval() -> None:
+    c = Critical("alpha_c", 1.0, 0.9, 1.1, "crossing", "m")
+    assert c.found and c.width == pytest.approx(0.2) and c.interval == (0.9, 1.1)
+    assert c.overlaps(Critical("alpha_c", 1.15, 1.05, 1.2, "crossing", "m"))
+    assert not c.overlaps(Critical("alpha_c", 1.3, 1.2, 1.4, "crossing", "m"))
+    with pytest.raises(ValueError):
+        Critical("alpha_c", 1.0, 1.1, 1.2, "crossing", "m")
+    with pytest.raises(ValueError):
+        Critical("alpha_c", 1.0, 0.9, 1.1, "guess", "m")
+    m = Critical.missing("alpha_l", "not in range", "why")
+    assert not m.found and m.to_dict()["alpha_l_reason"] == "why"
+
+
+def test_root_interval_contains_the_root_of_a_noisy_difference() -> None:
+    """f = (a - 1.1) * 0.01 + noise of known standard error: the interval covers 1.1 in (nearly) all draws."""
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(40):
+        offset = rng.normal(0, 1e-4)  # one integration error, common to all alphas (common random numbers)
+
+        def f(a, offset=offset):
+            return (a - 1.1) * 0.01 + offset, 1e-4
+
+        c = _root("x", f, 0.5, 2.0, 1e-3, 3.0, "test")
+        assert c.kind == "crossing"
+        hits += c.lo <= 1.1 <= c.hi
+        assert c.width < 0.1
+    assert hits >= 38
+    assert _root("x", lambda a: (a + 1.0, 0.0), 0.5, 2.0, 1e-3, 3.0, "t").kind == "not in range"
+
+
+def test_spread_halfwidth_is_a_t_interval() -> None:
+    assert spread_halfwidth([1.0]) == math.inf
+    # 4 values with sample sd 1: t_{0.995, 3} = 5.841 times sd / 2
+    v = [-1.5, -0.5, 0.5, 1.5]
+    sd = float(np.std(v, ddof=1))
+    assert spread_halfwidth(v) == pytest.approx(5.8409 * sd / 2, rel=1e-3)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"xtol": -1.0}, "xtol must be > 0"),
+    ({"xtol": 0.0}, "xtol must be > 0"),
+    ({"xtol": float("nan")}, "finite"),
+    ({"alpha_min": 1.0, "alpha_max": 1.0}, "alpha range is empty"),
+    ({"alpha_min": -1.0}, "alpha must be > 0"),
+    ({"n_grid": 2}, "n_grid must be >= 3"),
+    ({"precision": "sloppy"}, "precision"),
+])
+def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    tr = sys.modules["attnphase.theory.transition"]
+
+    def no_work(*a, **k):
+        raise AssertionError("work started before the options were checked")
+
+    monkeypatch.setattr(tr, "branch_end", no_work)
+    args = {"alpha_min": 0.05, "alpha_max": 2.0, "n_grid": 12, "precision": "fast", "xtol": 0.01, "seed": 0} | kw
+    with pytest.raises((ValueError, TypeError), match=match):
+        check_transition_args(**args)
+    with pytest.raises((ValueError, TypeError), match=match):
+        transition(Setting(omega=0.3), **args)
+
+
+@pytest.mark.parametrize("argv", [["--xtol", "-1"], ["--xtol", "0"], ["--alpha-min", "2", "--alpha-max", "1"],
+                                  ["--n-grid", "1"], ["--workers", "0"], ["--omega", "1.5"]])
+def test_cli_refuses_invalid_options_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    from attnphase.cli import main
+
+    t = time.perf_counter()
+    assert main(["transition", "--omega", "0.3", "--no-progress", *argv]) == 2
+    assert time.perf_counter() - t < 5  # refused, not computed (`--xtol -1` used to hang)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+
+
+# ------------------------------------------------------------------------------------------ the study setting
+
+
+def test_semantic_end_is_a_pitchfork_where_the_slope_is_one() -> None:
+    """omega = 0.3: the semantic branch leaves the agnostic point at a supercritical pitchfork.  Independent
+    check of the location: the agnostic fixed point at the end's alpha, found by plain damped iteration, has a
+    slope (finite differences of the map) within the integration error of 1, and it is clearly not 1 at
+    alpha +- 0.15."""
+    s = Setting(omega=0.3)
+    end = branch_end(s, "semantic", 0.05, 2.0, "fast")
+    assert end.critical.kind == "pitchfork", end.critical
+    a = end.critical.value
+    assert 0.6 < a < 0.85
+    assert end.critical.lo <= a <= end.critical.hi and end.critical.width < 0.08
+    # theta grows from 0 along the branch, alpha increases monotonically (supercritical)
+    assert end.path[0, 2] == 0 and np.all(np.diff(end.path[:, 3]) > 0)
+    z = bm.symmetric_points(14, 7, 3, "semantic")  # other points than the locator used
+
+    def slope_fd(alpha: float) -> float:
+        y = np.array([0.05, 30.0])
+        for _ in range(30):  # damped iteration: the agnostic point contracts fast
+            y = 0.3 * y + 0.7 * bm.branch_map(s, alpha, "semantic", z, y, 0.0).gy
+        h = 0.01
+        return bm.branch_map(s, alpha, "semantic", z, y, h).gt / h
+
+    assert slope_fd(a) == pytest.approx(1.0, abs=0.03)
+    assert slope_fd(a - 0.15) < 0.95 < 1.05 < slope_fd(a + 0.15)
+
+
 def test_alpha_c_is_bracketed_by_a_sign_change(study_transition):
     r = study_transition
-    assert r.alpha_c is not None, r.reasons
-    lo, hi = r.alpha_c_bracket
+    c = r.critical["alpha_c"]
+    assert c.kind == "crossing", c
     s = Setting(omega=0.3)
 
     def delta(a):
         return solve(s, a, "semantic", "fast").train_loss - solve(s, a, "positional", "fast").train_loss
 
-    assert delta(lo - 0.05) > 0 > delta(hi + 0.05)
-    # Study setting: alpha_c(0.3) lies between 1 and 1.6.
-    assert 1.0 < r.alpha_c < 1.6
-    assert r.alpha_l is None or r.alpha_l >= r.alpha_c - 0.02
+    assert delta(c.lo - 0.05) > 0 > delta(c.hi + 0.05)
+    assert 1.0 < c.value < 1.6
+    assert c.width < 0.1
+    assert r.alpha_l is None or r.alpha_l >= r.critical["alpha_c"].lo
+    # solved only where the branch exists: no semantic point below the semantic end's interval
+    sem_end = r.critical["alpha_sem_appears"]
+    assert all(p.alpha > sem_end.hi for p in r.curves["semantic"])
+    d = r.to_dict()
+    assert d["alpha_c_kind"] == "crossing" and d["alpha_sem_appears_kind"] == "pitchfork"
+    assert d["alpha_pos_vanishes"] is None and d["alpha_pos_vanishes_kind"] == "not in range"
+    assert d["alpha_pos_vanishes_reason"]
 
 
-@pytest.mark.slow
-def test_alpha_c_increases_with_omega():
-    rs = [transition(Setting(omega=w), alpha_min=0.3, alpha_max=2.0, n_grid=8, precision="fast") for w in (0.1, 0.3)]
-    assert rs[0].alpha_c is not None and rs[1].alpha_c is not None
-    assert rs[0].alpha_c < rs[1].alpha_c
-    for r in rs:
-        if r.alpha_l is not None:
-            assert r.alpha_l >= r.alpha_c - 0.02
+def test_global_minimum_curve_is_lowest_valid_non_agnostic(study_transition):
+    gm = global_minimum_curve(study_transition.curves)
+    for p in gm:
+        others = [q for pts in study_transition.curves.values() for q in pts
+                  if q.valid and math.isclose(q.alpha, p.alpha)]
+        assert p.valid and p.train_loss == min(q.train_loss for q in others)
 
 
 def test_cli_transition_and_phase_diagram(tmp_path, capsys):
@@ -48,13 +201,73 @@ def test_cli_transition_and_phase_diagram(tmp_path, capsys):
     args = ["--alpha-min", "1.0", "--n-grid", "3", "--xtol", "0.1", "--workers", "1", "--no-progress"]
     assert main(["transition", "--omega", "0.3", "--json", *args]) == 0
     rec = json.loads(capsys.readouterr().out)[0]
-    assert {"omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "test_error_linear", "alpha_sem_appears",
-            "alpha_pos_vanishes", "note"} <= set(rec)
+    assert {"omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_l", "test_error_linear",
+            "alpha_sem_appears", "alpha_sem_appears_kind", "alpha_pos_vanishes", "note"} <= set(rec)
     assert rec["alpha_c"] is None or rec["alpha_c_lo"] <= rec["alpha_c"] <= rec["alpha_c_hi"]
     out = tmp_path / "pd"
     assert main(["phase-diagram", "--omegas", "0.3", "--out", str(out), *args]) == 0
     df = pd.read_csv(out / "phase_diagram.csv")
     assert list(df["omega"]) == [0.3]
-    assert (out / "phase_diagram.png").stat().st_size > 1000
     assert main(["phase-diagram", "--omegas", "0.3", "--out", str(out), "--store", str(tmp_path / "nope.sqlite")]) == 2
     assert main(["transition", "--omega", "0.3", "--alpha-max", "-1"]) == 2
+
+
+# ------------------------------------------------------------------------------------------ slow checks
+
+
+@pytest.mark.slow
+def test_intervals_overlap_across_grids_seeds_and_the_phase_diagram():
+    """omega = 0.3: two alpha grids, another integration seed, and the phase diagram's row (its defaults)."""
+    from attnphase.theory import phase_diagram
+
+    s = Setting(omega=0.3)
+    runs = [transition(s, n_grid=12, precision="fast"), transition(s, n_grid=9, alpha_min=0.1, precision="fast"),
+            transition(s, n_grid=12, precision="fast", seed=1),
+            phase_diagram(Setting(), [0.3], precision="fast", progress=False, n_grid=10, xtol=0.02)[0]]
+    for name in ("alpha_c", "alpha_l", "alpha_sem_appears"):
+        recs = [r.critical[name] for r in runs]
+        assert all(c.found for c in recs), recs
+        for i in range(len(recs)):
+            for j in range(i):
+                assert recs[i].overlaps(recs[j]), (name, recs[i], recs[j])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("omega", [0.3, 0.05])
+def test_semantic_end_inside_a_brute_force_scan(omega: float) -> None:
+    """theta against alpha by plain solves at 2^16 points x 6 scramblings just above the end; alpha(theta^2)
+    fitted by a quadratic and extrapolated to theta = 0 (a pitchfork).  The fast method's end lies inside the
+    scan's interval (3 standard errors of the extrapolation, from the fit's covariance, plus the fast
+    method's own interval)."""
+    s = Setting(omega=omega)
+    end = branch_end(s, "semantic", 0.05, 2.0, "fast")
+    assert end.critical.kind == "pitchfork"
+    a0 = end.critical.value
+    prec = Precision("scan", 16, 6, 1e-5, max_iter=300, accept=1e-4)
+    alphas = a0 + np.array([0.05, 0.08, 0.11, 0.14, 0.18])
+    pts, init = [], None
+    for a in alphas[::-1]:
+        p = solve(s, float(a), "semantic", prec, init=init)
+        assert p.valid, p.status
+        pts.append(p)
+        init = p
+    th2 = np.array([p.theta**2 for p in pts])
+    al = np.array([p.alpha for p in pts])
+    coef, cov = np.polyfit(th2, al, 2, cov=True)
+    a_scan, a_err = coef[-1], math.sqrt(cov[-1, -1])
+    half = 3 * a_err + end.critical.width / 2
+    assert abs(a_scan - a0) <= half, (a_scan, a_err, end.critical)
+
+
+def test_solve_curves_is_solve_curve_per_branch() -> None:
+    from attnphase.theory.curves import solve_curves
+    from attnphase.theory.state_evolution import solve_curve
+
+    s = Setting(omega=0.3)
+    got = solve_curves(s, [1.5], ("positional", "semantic"), precision="fast")
+    for b in ("positional", "semantic"):
+        (p,) = got[b]
+        (q,) = solve_curve(s, [1.5], b, "fast")
+        assert p.branch == b and p.train_loss == q.train_loss and p.theta == q.theta
+    with pytest.raises(ValueError):
+        solve_curves(s, [1.5], ("nope",))

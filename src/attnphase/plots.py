@@ -29,9 +29,6 @@ from matplotlib.figure import Figure
 __all__ = [
     "BRANCH_STYLE",
     "save_figure",
-    "global_minimum",
-    "crossings",
-    "phase_boundary",
     "plot_test_error",
     "plot_loss_difference",
     "plot_overlaps",
@@ -150,10 +147,18 @@ def _err(p: Any, name: str) -> float:
     return float(e) if _isfinite(e) else 0.0
 
 
+def _scalar(p: Any, name: str) -> float:
+    """A quantity as a number: the theory's own scalar summary for matrix-valued overlaps (m, theta)."""
+    summary = getattr(p, "summary", None)
+    if callable(summary):
+        return float(summary()[name]) if name in ("q", "m", "V", "theta") else float(getattr(p, name))
+    return float(getattr(p, name))
+
+
 def _series(points: Sequence[Any], name: str,
             absolute: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = np.array([p.alpha for p in points], dtype=float)
-    y = np.array([float(getattr(p, name)) for p in points], dtype=float)
+    y = np.array([_scalar(p, name) for p in points], dtype=float)
     if absolute:  # Q -> -Q is a symmetry of the model: only |m|, |theta| are meaningful (MODEL.md section 2)
         y = np.abs(y)
     e = np.array([_err(p, name) for p in points], dtype=float)
@@ -171,56 +176,14 @@ def _match(a: Sequence[Any], b: Sequence[Any], rtol: float = 1e-9) -> list[tuple
     return pairs
 
 
-def global_minimum(curves: Mapping[str, Sequence[Any]]) -> list[tuple[str, Any]]:
-    """(branch, fixed point) of lowest train_loss at each alpha where some branch has a valid point."""
-    by_alpha: dict[float, tuple[str, Any]] = {}
-    keys: list[float] = []
-    for branch, pts in curves.items():
-        for p in _valid(pts):
-            if not _isfinite(p.train_loss):
-                continue
-            key = next((k for k in keys if math.isclose(k, p.alpha, rel_tol=1e-9, abs_tol=1e-12)), None)
-            if key is None:
-                keys.append(p.alpha)
-                by_alpha[p.alpha] = (branch, p)
-            elif p.train_loss < by_alpha[key][1].train_loss:
-                by_alpha[key] = (branch, p)
-    return [by_alpha[k] for k in sorted(keys)]
+def _global(curves: Mapping[str, Sequence[Any]], given: Sequence[Any] | None) -> list[tuple[str, Any]]:
+    """(branch, point) along the global minimum: the theory's own curve (given, or from the theory package's
+    one function for it), never decided here."""
+    if given is None:
+        from attnphase.theory.curves import global_minimum_curve
 
-
-def _root(x0: float, y0: float, x1: float, y1: float) -> float:
-    return x0 + (x1 - x0) * y0 / (y0 - y1) if y0 != y1 else 0.5 * (x0 + x1)
-
-
-def crossings(curves: Mapping[str, Sequence[Any]], test_error_linear: float | None = None,
-              ) -> tuple[float | None, float | None]:
-    """(alpha_c, alpha_l) estimated from the drawn curves by linear interpolation (MODEL.md section 7).
-
-    This is for annotating a figure made from curves alone; the theory's ``transition`` refines the crossings
-    and gives brackets, and should be preferred when available.
-    """
-    alpha_c = None
-    pairs = _match(_valid(curves.get("positional", [])), _valid(curves.get("semantic", [])))
-    diffs = [(p.alpha, s.train_loss - p.train_loss) for p, s in pairs]
-    for (a0, d0), (a1, d1) in zip(diffs, diffs[1:], strict=False):
-        if d0 > 0 >= d1:  # semantic becomes the lower-energy branch
-            alpha_c = _root(a0, d0, a1, d1)
-            break
-    alpha_l = None
-    if test_error_linear is not None and _isfinite(test_error_linear):
-        gm = global_minimum(curves)
-        excess = [(p.alpha, p.test_error - test_error_linear) for _, p in gm]
-        # smallest alpha ABOVE WHICH the global minimum beats the baseline: scan from the right
-        i = len(excess)
-        while i > 0 and excess[i - 1][1] < 0:
-            i -= 1
-        if i < len(excess):
-            if i == 0:
-                alpha_l = excess[0][0]
-            else:
-                (a0, d0), (a1, d1) = excess[i - 1], excess[i]
-                alpha_l = _root(a0, d0, a1, d1)
-    return alpha_c, alpha_l
+        given = global_minimum_curve(curves)
+    return [(p.branch, p) for p in given]
 
 
 # ----------------------------------------------------------------------------------------- simulation helpers
@@ -363,13 +326,15 @@ def plot_test_error(
     alpha_l_bracket: tuple[float, float] | None = None,
     omega: float | None = None,
     d: int | None = None,
+    global_minimum: Sequence[Any] | None = None,
 ) -> list[Path]:
     """Figure (a): test error vs alpha on each branch, the global minimum, the linear baseline and
     simulations.
 
     ``curves`` maps a branch name to its fixed points (e.g. ``{"positional": solve_curve(...), ...}``);
-    invalid points are skipped.  ``simulation`` is a store DataFrame (raw or aggregated); rows at ``omega``
-    and size ``d`` (default: the largest d) are drawn with standard-error bars.
+    invalid points are skipped.  alpha_c, alpha_l and their brackets are drawn as given (the theory's values);
+    ``global_minimum``: the theory's global-minimum curve.  ``simulation`` is a store DataFrame (raw or
+    aggregated); rows at ``omega`` and size ``d`` (default: the largest d) are drawn with standard-error bars.
     """
     fig, (ax,) = _new_figure(width=5.0, height=4.4)
     for branch, pts in curves.items():
@@ -377,7 +342,7 @@ def plot_test_error(
         if v:
             x, y, e = _series(v, "test_error")
             _theory_line(ax, x, y, e, branch, f"theory, {branch}")
-    _global_segments(ax, global_minimum(curves), lambda p: float(p.test_error))
+    _global_segments(ax, _global(curves, global_minimum), lambda p: float(p.test_error))
     if test_error_linear is not None and _isfinite(test_error_linear):
         ax.axhline(test_error_linear, **_LINEAR_STYLE, label="linear baseline", zorder=1)
     sim, d_used = _select(simulation, omega=omega, d=d)
@@ -472,10 +437,14 @@ def plot_overlaps(
     omega: float | None = None,
     d: int | None = None,
     sigma: float | None = None,
+    global_minimum: Sequence[Any] | None = None,
+    unstable: Mapping[str, Sequence[Mapping[str, float]]] | None = None,
 ) -> list[Path]:
     """Figure (c): |m| (left) and |theta| (right) vs alpha, theory curves and simulation points.
 
-    With ``sigma`` given the overlaps are divided by sigma^2, as in the study's figures.
+    With ``sigma`` given the overlaps are divided by sigma^2, as in the study's figures.  ``unstable``: per
+    branch, rows (alpha, m, theta, ...) of its unstable part (between a subcritical pitchfork and the fold
+    where the branch ends), drawn thin and dashed.
     """
     fig, axes = _new_figure(width=8.2, height=3.4, ncols=2)
     scale = 1.0 / sigma**2 if sigma else 1.0
@@ -487,8 +456,14 @@ def plot_overlaps(
             if v:
                 x, y, e = _series(v, name, absolute=True)
                 _theory_line(ax, x, y * scale, e * scale, branch, f"theory, {branch}")
-        _global_segments(ax, global_minimum(curves),
-                         lambda p, name=name: abs(float(getattr(p, name))) * scale)
+        _global_segments(ax, _global(curves, global_minimum),
+                         lambda p, name=name: abs(_scalar(p, name)) * scale)
+        for branch, rows in (unstable or {}).items():
+            rows = sorted(rows, key=lambda r: r["alpha"])
+            if rows and name in rows[0]:
+                ax.plot([r["alpha"] for r in rows], [abs(r[name]) * scale for r in rows], color=_style(branch)["color"],
+                        linestyle=(0, (2, 2)), linewidth=1.0, label=f"theory, {branch} (unstable)", zorder=3,
+                        gid=f"unstable-{branch}")
         if sim is not None and f"{name}_mean" in sim.columns:
             groups = _groups(sim)
             many = len({o for _, o, _ in groups}) > 1
@@ -520,31 +495,17 @@ def _bracket(tr: Any, name: str) -> tuple[float, float] | None:
     return float(b[0]), float(b[1])
 
 
-def phase_boundary(tr: Any) -> tuple[float | None, tuple[float, float] | None, str]:
-    """Where the global minimum switches from positional to semantic, as (alpha, bracket, how).
-
-    Normally alpha_c, the crossing of the training losses ("crossing").  When the semantic branch is already
-    the lower one wherever both exist, the losses never cross: the switch is discontinuous and happens where
-    the semantic branch appears, so the boundary is that spinodal ("spinodal").  Decided from the
-    transition's curves, not from its free-text reasons.
-    """
-    ac = _get(tr, "alpha_c")
-    if ac is not None:
-        return ac, _bracket(tr, "alpha_c"), "crossing"
-    a_sem = _get(tr, "alpha_sem_appears")
-    curves = getattr(tr, "curves", None) or {}
-    pos, sem = _valid(curves.get("positional", [])), _valid(curves.get("semantic", []))
-    pairs = _match(pos, sem)
-    if (a_sem is not None and pairs and all(s.train_loss <= p.train_loss for p, s in pairs)
-            and any(p.alpha < a_sem for p in pos)):
-        return a_sem, _bracket(tr, "alpha_sem_appears"), "spinodal"
-    return None, None, ""
+def _kind(tr: Any, name: str) -> str | None:
+    """The kind of a critical value as the theory classified it (None for records without kinds)."""
+    crit = getattr(tr, "critical", None)
+    if isinstance(crit, Mapping) and name in crit:
+        return str(crit[name].kind)
+    return None
 
 
-def _positional_throughout(tr: Any) -> bool:
-    curves = getattr(tr, "curves", None) or {}
-    pairs = _match(_valid(curves.get("positional", [])), _valid(curves.get("semantic", [])))
-    return bool(pairs) and all(s.train_loss > p.train_loss for p, s in pairs)
+def _boundary(tr: Any) -> tuple[float | None, tuple[float, float] | None, str]:
+    """alpha_c as the theory reported it: (value, interval, kind)."""
+    return _get(tr, "alpha_c"), _bracket(tr, "alpha_c"), _kind(tr, "alpha_c") or "crossing"
 
 
 @_with_style
@@ -560,7 +521,7 @@ def plot_phase_diagram(
 ) -> list[Path]:
     """Figure (d): the (alpha, omega) phase diagram.
 
-    alpha_c(omega) (see :func:`phase_boundary`) separates the positional (left) and semantic (right) global
+    alpha_c(omega), as each transition reported it, separates the positional (left) and semantic (right) global
     minimum; the hatched region right of alpha_l(omega) is where the attention model beats the linear
     positional baseline.  Brackets are drawn as horizontal error bars, spinodals as thin lines.  With
     ``simulation`` (a sweep store spanning several omegas and alphas) the simulated
@@ -588,13 +549,13 @@ def plot_phase_diagram(
         ("alpha_l", {"color": _ALPHA_L_STYLE["color"], "linestyle": "--"}, "s", r"$\alpha_l$ (beats linear)"),
     ):
         if name == "alpha_c":
-            pts = [(t.omega, *phase_boundary(t)) for t in trs]
+            pts = [(t.omega, *_boundary(t)) for t in trs]
         else:
             pts = [(t.omega, _get(t, name), _bracket(t, name), "crossing") for t in trs]
         pts = [p for p in pts if p[1] is not None]
         if name == "alpha_c":
             # positional wins wherever both branches exist: the boundary lies beyond the computed range
-            beyond = [t.omega for t in trs if phase_boundary(t)[0] is None and _positional_throughout(t)]
+            beyond = [t.omega for t in trs if _kind(t, "alpha_c") == "above range"]
             if beyond:
                 ax.plot([alpha_max] * len(beyond), beyond, marker=">", markersize=6, color="black",
                         linestyle="none", clip_on=False, label=rf"$\alpha_c > {alpha_max:g}$", zorder=5)
@@ -606,7 +567,7 @@ def plot_phase_diagram(
         hi = np.array([(p[2][1] if p[2] else x[i]) - x[i] for i, p in enumerate(pts)])
         ax.errorbar(x, y, xerr=np.clip(np.vstack([lo, hi]), 0, None), marker=marker, markersize=4.5,
                     mfc="white", capsize=2.0, linewidth=1.5, elinewidth=0.8, label=label, zorder=4, **style)
-        at_spinodal = np.array([p[3] == "spinodal" for p in pts])
+        at_spinodal = np.array([p[3] == "at spinodal" for p in pts])
         if at_spinodal.any():
             ax.plot(x[at_spinodal], y[at_spinodal], marker="v", markersize=6, color="black", linestyle="none",
                     label="switch at the semantic spinodal", zorder=5)
@@ -634,7 +595,7 @@ def plot_phase_diagram(
 def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: float) -> None:
     """Label the regions left ("positional") and right ("semantic") of the alpha_c(omega) curve, each at the
     candidate point farthest from that curve and from the frame, so the labels never sit on a boundary."""
-    pts = sorted((t.omega, phase_boundary(t)[0]) for t in trs if phase_boundary(t)[0] is not None)
+    pts = sorted((t.omega, _boundary(t)[0]) for t in trs if _boundary(t)[0] is not None)
     if not pts:
         return
     w = np.array([p[0] for p in pts])

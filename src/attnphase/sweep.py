@@ -305,8 +305,9 @@ def run_sweep(
         all_points = list(grid.points())
         todo = [p for p in all_points if p.key() not in done]
         summary = SweepSummary(total=len(all_points), skipped=len(all_points) - len(todo), ran=0, failed=0)
+        # no delay: the bar's first line says how many points the store already holds
         bar = progress_bar(label="sweep (simulations)", total=summary.total, initial=summary.skipped, unit="pt",
-                           enabled=progress)
+                           enabled=progress, delay=0.0)
         try:
             if not todo:
                 return summary

@@ -10,11 +10,14 @@ import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from attnphase.setting import Setting
+from attnphase.setting import POSITION_PRESETS, Setting
+
+DEFAULT_A_TEXT = "0.6,0.4;0.4,0.6"
 
 
 class CLIError(ValueError):
@@ -244,13 +247,52 @@ def add_setting_args(p: argparse.ArgumentParser, omega: bool = True) -> None:
         p.add_argument("--omega", type=str, default="0.3", help="positional weight omega in [0, 1] (default 0.3)")
     p.add_argument("--sigma", type=float, default=0.5, help="token standard deviation (default 0.5)")
     p.add_argument("--lam", type=float, default=0.01, help="ridge lambda (default 0.01)")
-    p.add_argument("--A", type=str, default="0.6,0.4;0.4,0.6", help='positional matrix "a11,a12;a21,a22"')
+    p.add_argument("--A", type=str, default=DEFAULT_A_TEXT,
+                   help='positional attention matrix "a11,a12;a21,a22" (default: the study\'s %(default)s for L = 2, '
+                        "(1 - a) I + (a/L) 1 1^T with a = 0.8 for L > 2)")
+    p.add_argument("--L", type=int, default=None, help="number of tokens (default 2, or the size of --A)")
+    p.add_argument("--rank", type=int, default=1, help="student rank r (default 1)")
+    p.add_argument("--teacher-rank", type=int, default=1, help="teacher rank r* (default 1)")
+    p.add_argument("--positions", type=str, default=None,
+                   help="positional encodings: antipodal (L = 2) | orthogonal | simplex | FILE (Gram matrix as "
+                        ".npy, CSV or whitespace text) | \"g11,g12;g21,g22\" (default: antipodal for L = 2, simplex "
+                        "otherwise)")
+
+
+def read_positions(value: str | None) -> Any:
+    """A preset name, a matrix literal, or a file holding the Gram matrix (.npy, CSV or whitespace text)."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.lower() in POSITION_PRESETS:
+        return text.lower()
+    path = Path(text)
+    if path.is_file():
+        try:
+            if path.suffix == ".npy":
+                G = np.load(path, allow_pickle=False)
+            else:
+                raw = path.read_text()
+                G = np.loadtxt(io.StringIO(raw), delimiter="," if "," in raw else None, ndmin=2)
+        except (OSError, ValueError) as exc:
+            raise CLIError(f"--positions: cannot read a matrix from {text!r}: {exc}") from None
+        return np.asarray(G, dtype=float)
+    if any(c.isdigit() for c in text) and ("," in text or ";" in text):
+        return text
+    raise CLIError(f"--positions must be one of {', '.join(POSITION_PRESETS)}, an existing file or "
+                   f"'g11,g12;g21,g22', got {value!r}")
 
 
 def setting_from_args(args: argparse.Namespace, omega: float | None = None) -> Setting:
     if omega is None:
         omega = float(args.omega)
-    return Setting(omega=omega, sigma=args.sigma, lam=args.lam, A=args.A)
+    L = getattr(args, "L", None)
+    A = args.A
+    if A == DEFAULT_A_TEXT and L not in (None, 2):
+        A = None  # the default A is the study's 2 x 2 one; for L > 2 the Setting's default family applies
+    return Setting(omega=omega, sigma=args.sigma, lam=args.lam, A=A, L=L,
+                   r=getattr(args, "rank", 1), r_star=getattr(args, "teacher_rank", 1),
+                   positions=read_positions(getattr(args, "positions", None)))
 
 
 def add_output_args(p: argparse.ArgumentParser) -> None:

@@ -34,7 +34,8 @@ def register(subparsers: Any) -> None:
         "plot",
         help="draw one figure (PNG + PDF) from theory and, optionally, stored simulations",
         description="Draw one figure. test-error, loss-difference and overlaps: theory curves of both "
-        "branches on --alphas at --omega (alpha_c and alpha_l estimated from the curves). phase-diagram: "
+        "branches on --alphas at --omega, with alpha_c and alpha_l from the theory's transition (the values "
+        "`attnphase transition` prints at the same --precision). phase-diagram: "
         "the transition at each of --omegas up to --alpha-max, optionally over a heat map of a sweep "
         "store. finite-size: simulated test error vs d at the single alpha in --alphas (needs --store). "
         "Simulation points come from --store at size --d (default: the largest stored).",
@@ -151,18 +152,26 @@ def _plot(args: argparse.Namespace) -> int:
         paths = plots.plot_finite_size(sim, out, alpha=alphas[0], omega=setting.omega, theory=theory,
                                        test_error_linear=linear_baseline(setting).test_error_linear)
     else:
-        from attnphase.theory import linear_baseline
+        import attnphase.theory as theory
+        from attnphase.theory.curves import global_minimum_curve
 
         curves = _curves(setting, alphas, args.precision, progress)
-        lin = float(linear_baseline(setting).test_error_linear)
-        alpha_c, alpha_l = plots.crossings(curves, lin)
-        common = {"simulation": sim, "omega": setting.omega, "d": args.d, "alpha_c": alpha_c}
+        # alpha_c, alpha_l: the theory's values, exactly those `attnphase transition` prints for this setting
+        # and precision (its defaults), never re-derived from the drawn curves.
+        tr = theory.transition(setting, precision=args.precision)
+        lin = float(tr.test_error_linear)
+        common = {"simulation": sim, "omega": setting.omega, "d": args.d, "alpha_c": tr.alpha_c,
+                  "alpha_c_bracket": tr.alpha_c_bracket}
+        gm = global_minimum_curve(curves)
         if kind == "test-error":
-            paths = plots.plot_test_error(curves, out, test_error_linear=lin, alpha_l=alpha_l, **common)
+            paths = plots.plot_test_error(curves, out, test_error_linear=lin, alpha_l=tr.alpha_l,
+                                          alpha_l_bracket=tr.alpha_l_bracket, global_minimum=gm, **common)
         elif kind == "loss-difference":
             paths = plots.plot_loss_difference(curves, out, **common)
         else:
-            paths = plots.plot_overlaps(curves, out, sigma=setting.sigma, **common)
+            common.pop("alpha_c_bracket")
+            paths = plots.plot_overlaps(curves, out, sigma=setting.sigma, global_minimum=gm,
+                                        unstable=tr.unstable, **common)
     for path in paths:
         print(path)
     return 0

@@ -137,16 +137,23 @@ def run_compare(args: argparse.Namespace) -> int:
                                    "converged": sum(r.converged for r in runs)}
             for name in (*COMPARED, "test_error_linear"):
                 mean, se = _mean_se([float(getattr(r, name)) for r in runs])
-                theory = te_lin_theory if name == "test_error_linear" else float(getattr(fp, name))
+                if name == "test_error_linear":
+                    theory = te_lin_theory
+                elif name in ("q", "m", "V", "theta"):
+                    theory = float(fp.summary()[name])  # the theory's scalar summary of a matrix overlap
+                else:
+                    theory = float(getattr(fp, name))
+                if not fp.converged:
+                    theory = None  # a collapsed or unconverged fixed point is never compared against
                 rec[name], rec[f"{name}_se"], rec[f"{name}_theory"] = mean, se, theory
                 long.append({"alpha": alpha, "init": init, "quantity": name, "simulated": mean, "stderr": se,
                              "theory": theory,
-                             "z": (mean - theory) / se if se else None})
-            rec["theory_status"] = fp.status
+                             "z": (mean - theory) / se if (se and theory is not None) else None})
+            rec["theory_status"] = str(fp.status)
             rec["theory_converged"] = bool(fp.converged)
             wide.append(rec)
             long.append({"alpha": alpha, "init": init, "quantity": "(theory status)", "simulated": None,
-                         "stderr": None, "theory": fp.status, "z": None})
+                         "stderr": None, "theory": str(fp.status), "z": None})
             bar.update(1)
     bar.close()
     if args.json or args.csv:

@@ -8,49 +8,79 @@ import sys
 from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
 
 THEORY_COLUMNS = ["alpha", "omega", "branch", "q", "m", "theta", "V", "train_loss", "train_loss_err", "test_error",
-                  "test_error_err", "converged", "iterations", "status"]
+                  "test_error_err", "converged", "iterations", "status", "warnings"]
+
+
+def _table_row(fp) -> dict:
+    """Scalars for the table: for L = 2, r = r* = 1 today's q, |m|, |theta|, V; in general tr(q)/r, the root mean
+    square over tokens of |m_l|, the largest singular value of theta, tr(V)/r (the JSON has the matrices)."""
+    d = fp.to_dict()
+    d.update(fp.summary())
+    d["warnings"] = len(fp.warnings)
+    return d
+
+
+def _flat_row(d: dict) -> dict:
+    """CSV: nested quantities as JSON strings, the setting and full arrays left to --json."""
+    import json
+
+    out = {k: v for k, v in d.items() if k not in ("setting", "overlaps", "hats")}
+    for k, v in out.items():
+        if isinstance(v, list | dict):
+            out[k] = json.dumps(v)
+    return out
 
 
 def _theory(args: argparse.Namespace) -> int:
     from attnphase.theory import BRANCHES, global_minimum, solve_curve
-    from attnphase.theory.state_evolution import get_precision
+    from attnphase.theory.state_evolution import check_theory_setting, get_precision
 
     get_precision(args.precision)
     alphas = parse_spec(args.alpha, "--alpha")
     omegas = parse_spec(args.omega, "--omega")
+    for a in alphas:
+        if not a > 0:
+            raise ValueError(f"--alpha: values must be > 0, got {a:g}")
+    settings = [check_theory_setting(setting_from_args(args, omega=w)) for w in omegas]  # all checked before work
+    table = not (args.json or args.csv)
     branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
     from attnphase.progress import progress_bar
 
     records = []
-    settings = []
-    for w in omegas:  # every omega checked before the first fixed point is computed
-        settings.append(setting_from_args(args, omega=w))
-        settings[-1].require_study_geometry()
     bar = progress_bar(label="theory (fixed points)", total=len(omegas) * len(branches), unit="curve",
                        enabled=not args.no_progress)
     for setting in settings:
         curves = {}
         for b in branches:
-            curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed)
+            try:
+                curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed)
+            except BaseException:
+                bar.close()
+                raise
             bar.update(1)
         for i in range(len(alphas)):
             if args.branch == "global":
+                pts = {b: curves[b][i] for b in branches}
                 try:
-                    fp = global_minimum({b: curves[b][i] for b in branches})
+                    fp = global_minimum(pts)
                 except ValueError as exc:
-                    print(f"warning: alpha={curves[branches[0]][i].alpha:g}: {exc}", file=sys.stderr)
-                    continue
-                d = fp.to_dict()
-                d["branch"] = f"global ({fp.branch})" if not (args.json or args.csv) else fp.branch
+                    # No valid branch here: still one row, marked not converged, from the first branch tried.
+                    fp = pts[branches[0]]
+                    print(f"warning: alpha={fp.alpha:g}: {exc}", file=sys.stderr)
+                d = _table_row(fp) if table else fp.to_dict()
+                d["branch"] = f"global ({fp.branch})" if table else fp.branch
                 d["global"] = True
                 records.append(d)
             else:
-                records.extend(curves[b][i].to_dict() for b in branches)
+                records.extend(_table_row(curves[b][i]) if table else curves[b][i].to_dict() for b in branches)
     bar.close()
-    emit(records, args, THEORY_COLUMNS if not (args.json or args.csv) else None)
+    if args.csv:
+        records = [_flat_row(r) for r in records]
+    emit(records, args, THEORY_COLUMNS if table else None)
     bad = [r for r in records if not r["converged"]]
     if bad:
-        print(f"warning: {len(bad)} fixed point(s) did not converge (see 'converged' and 'status')", file=sys.stderr)
+        print(f"warning: {len(bad)} fixed point(s) are not converged results (see 'converged' and 'status')",
+              file=sys.stderr)
     return 0
 
 
@@ -60,15 +90,17 @@ def _baseline(args: argparse.Namespace) -> int:
     records = []
     for w in parse_spec(args.omega, "--omega"):
         b = linear_baseline(setting_from_args(args, omega=w))
-        records.append({"omega": b.omega, "test_error_linear": b.test_error_linear,
-                        "test_error_linear_err": b.error, "mean_attention": b.mean_attention.tolist()})
+        records.append(b.to_dict())
     emit(records, args, ["omega", "test_error_linear", "test_error_linear_err"] if not args.json else None)
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("theory", help="fixed points of the asymptotic equations",
-                       description="Solve the self-consistent equations; SPEC = number, comma list or start:stop:num.")
+    p = sub.add_parser("theory", help="fixed points of the asymptotic equations (any L, ranks r and r*, positions)",
+                       description="Solve the self-consistent equations; SPEC = number, comma list or start:stop:num. "
+                                   "Table columns q, m, theta, V are scalar summaries (tr(q)/r, rms over tokens of "
+                                   "|m_l|, largest singular value of theta, tr(V)/r; for L = 2, r = r* = 1 the "
+                                   "study's q, |m|, |theta|, V); --json gives the matrices.")
     add_setting_args(p)
     p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
     p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "global", "all"],

@@ -8,15 +8,31 @@ from pathlib import Path
 
 from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
 
-COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_l", "alpha_l_lo", "alpha_l_hi", "test_error_linear",
-           "alpha_sem_appears", "alpha_pos_vanishes", "note"]
+COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_l", "alpha_l_lo", "alpha_l_hi",
+           "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo", "alpha_sem_appears_hi",
+           "alpha_sem_appears_kind", "alpha_pos_vanishes", "alpha_pos_vanishes_kind", "note"]
+
+
+def _check(args: argparse.Namespace, omegas: list[float]):
+    """Every option checked before any work: one line and exit 2 on a bad one."""
+    from attnphase.parallel import check_workers
+    from attnphase.theory.transition import check_transition_args
+
+    check_transition_args(args.alpha_min, args.alpha_max, args.n_grid, args.precision, args.xtol, 0)
+    check_workers(args.workers)
+    if not omegas:
+        raise ValueError("no omega given")
+    base = setting_from_args(args, omega=omegas[0])
+    for w in omegas:
+        base.replace(omega=w)
+    base.require_study_geometry()
+    return base
 
 
 def _run(args: argparse.Namespace, omegas: list[float]):
     from attnphase.theory import phase_diagram
 
-    base = setting_from_args(args, omega=omegas[0])
-    base.require_study_geometry()
+    base = _check(args, omegas)
     return phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
                          progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
                          n_grid=args.n_grid, xtol=args.xtol)
@@ -33,7 +49,7 @@ def _phase_diagram(args: argparse.Namespace) -> int:
     import pandas as pd
 
     omegas = parse_spec(args.omegas, "--omegas")
-    setting_from_args(args, omega=omegas[0]).require_study_geometry()
+    _check(args, omegas)
     if args.store and not Path(args.store).exists():
         raise ValueError(f"store not found: {args.store}")
     out = Path(args.out)
@@ -64,7 +80,8 @@ def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) ->
     p.add_argument("--alpha-min", type=float, default=0.05, help="lower end of the alpha range (default 0.05)")
     p.add_argument("--n-grid", type=int, default=n_grid, help=f"alpha grid points before root refinement ({n_grid})")
     p.add_argument("--xtol", type=float, default=xtol, help=f"bracket half-width of the critical values ({xtol})")
-    p.add_argument("--precision", default="fast", help="fast | default | high")
+    p.add_argument("--precision", default="fast", choices=["fast", "default", "high"],
+                   help="integration points and scramblings (fast)")
     p.add_argument("--workers", type=int, default=2, help="parallel processes over omega")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
 

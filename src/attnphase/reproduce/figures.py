@@ -23,8 +23,11 @@ def make_figures(out_dir: Path, plan: Plan, theory: TheoryResults,
                  sim_df: Any) -> tuple[dict[str, list[Path]], list[str]]:
     """Figures (a)-(e); a figure that cannot be drawn is reported, never fatal to the whole report."""
     from attnphase.store import aggregate
+    from attnphase.theory.curves import global_minimum_curve
 
     s, tr = plan.setting, theory.transition
+    gm = global_minimum_curve(theory.curves)
+    unstable = getattr(tr, "unstable", None) or None
     agg = aggregate(sim_df) if sim_df is not None and len(sim_df) else None
     main = agg[agg["d"] == plan.sim_d] if agg is not None else None
     figs: dict[str, list[Path]] = {}
@@ -40,13 +43,13 @@ def make_figures(out_dir: Path, plan: Plan, theory: TheoryResults,
     attempt("test_error", lambda: plots.plot_test_error(
         theory.curves, out, test_error_linear=theory.test_error_linear, simulation=main, alpha_c=tr.alpha_c,
         alpha_l=tr.alpha_l, alpha_c_bracket=tr.alpha_c_bracket, alpha_l_bracket=tr.alpha_l_bracket,
-        omega=s.omega, d=plan.sim_d))
+        omega=s.omega, d=plan.sim_d, global_minimum=gm))
     attempt("loss_difference", lambda: plots.plot_loss_difference(
         theory.curves, out_dir / FIGURES["loss_difference"], simulation=main, alpha_c=tr.alpha_c,
         alpha_c_bracket=tr.alpha_c_bracket, omega=s.omega, d=plan.sim_d))
     attempt("overlaps", lambda: plots.plot_overlaps(
         theory.curves, out_dir / FIGURES["overlaps"], simulation=main, alpha_c=tr.alpha_c, omega=s.omega,
-        d=plan.sim_d, sigma=s.sigma))
+        d=plan.sim_d, sigma=s.sigma, global_minimum=gm, unstable=unstable))
     attempt("phase_diagram", lambda: plots.plot_phase_diagram(
         theory.diagram, out_dir / FIGURES["phase_diagram"], alpha_max=plan.pd_alpha_max, simulation=agg))
     attempt("finite_size", lambda: plots.plot_finite_size(

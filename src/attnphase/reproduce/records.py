@@ -99,9 +99,17 @@ class TransitionRecord:
     curves: dict[str, list[FixedPoint]]
     alpha_sem_appears_bracket: tuple[float, float] | None = None
     alpha_pos_vanishes_bracket: tuple[float, float] | None = None
+    # The theory's records (value, interval, kind, method, reason) and unstable branch parts, kept whole so
+    # that figures and report show the kinds the theory assigned ("pitchfork", "at spinodal", ...).
+    critical: dict[str, Any] = dataclasses.field(default_factory=dict)
+    unstable: dict[str, list[dict[str, float]]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_result(cls, tr: Any) -> TransitionRecord:
+        from attnphase.theory.curves import Critical
+
+        crit = {str(k): (c if isinstance(c, Critical) else Critical(**c))
+                for k, c in (getattr(tr, "critical", None) or {}).items()}
         return cls(
             omega=float(tr.omega),
             alpha_c=_opt_float(tr.alpha_c),
@@ -115,10 +123,13 @@ class TransitionRecord:
             curves={str(b): list(pts) for b, pts in (getattr(tr, "curves", None) or {}).items()},
             alpha_sem_appears_bracket=_opt_pair(getattr(tr, "alpha_sem_appears_bracket", None)),
             alpha_pos_vanishes_bracket=_opt_pair(getattr(tr, "alpha_pos_vanishes_bracket", None)),
+            critical=crit,
+            unstable={str(k): [dict(r) for r in rows] for k, rows in (getattr(tr, "unstable", None) or {}).items()},
         )
 
     def to_json(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "curves"}
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("curves", "critical")}
+        d["critical"] = {k: _jsonable(dataclasses.asdict(c)) for k, c in self.critical.items()}
         d["curves"] = {b: [fixed_point_to_json(p) for p in pts] for b, pts in self.curves.items()}
         return d
 
@@ -128,6 +139,9 @@ class TransitionRecord:
         for name in ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes"):
             kw[f"{name}_bracket"] = _opt_pair(kw.get(f"{name}_bracket"))
         kw["curves"] = {b: [fixed_point_from_json(p) for p in pts] for b, pts in kw.get("curves", {}).items()}
+        from attnphase.theory.curves import Critical
+
+        kw["critical"] = {k: Critical(**c) for k, c in (kw.get("critical") or {}).items()}
         return cls(**kw)
 
     def to_dict(self) -> dict[str, Any]:

@@ -81,7 +81,8 @@ def _theory_points_cached(setting_json: str, alpha: float) -> tuple[tuple[str, B
         try:
             fp = solve(setting, alpha, branch=branch, precision="fast")
             status = str(fp.status) if fp.converged else f"not converged ({fp.status})"
-            pt = BranchPoint(branch, abs(float(fp.m)), abs(float(fp.theta)), float(fp.train_loss),
+            summ = fp.summary()  # the theory's scalar summaries (|m_1|, |theta| in the study's setting)
+            pt = BranchPoint(branch, abs(float(summ["m"])), abs(float(summ["theta"])), float(fp.train_loss),
                              float(fp.test_error), "ok" if status == "ok" else status)
         except (ValueError, ArithmeticError, RuntimeError) as exc:
             pt = BranchPoint(branch, math.nan, math.nan, math.nan, math.nan, f"failed: {exc}")

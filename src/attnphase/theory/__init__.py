@@ -1,11 +1,22 @@
-"""Asymptotic theory (d -> infinity) of the attention model, MODEL.md sections 3, 4 and 7."""
+"""Asymptotic theory (d -> infinity) of the attention model for L tokens, student rank r, teacher rank r*.
+
+Layout: overlaps (arrays, branches, flat packing), prior (closed form), channel (proximal map averaged over
+integration points), prox (the proximal-map protocol and its kernels), fixed_point (generic Anderson solver),
+state_evolution (solve, solve_curve, branch_map), baseline, observables, transition.
+"""
 
 from attnphase.theory.baseline import LinearBaseline, linear_baseline
-from attnphase.theory.results import BRANCHES, FixedPoint, HatOverlaps, Overlaps
+from attnphase.theory.fixed_point import SolverResult, Status
+from attnphase.theory.overlaps import Branch, HatOverlaps, Overlaps
+from attnphase.theory.results import BRANCHES, FixedPoint
 from attnphase.theory.state_evolution import (
     PRECISIONS,
+    BranchMap,
     Precision,
+    branch_map,
+    default_start,
     global_minimum,
+    integration_points,
     solve,
     solve_all,
     solve_curve,
@@ -13,7 +24,8 @@ from attnphase.theory.state_evolution import (
 from attnphase.theory.transition import TransitionResult, find_crossing, phase_diagram, transition
 
 __all__ = [
-    "BRANCHES", "FixedPoint", "HatOverlaps", "LinearBaseline", "Overlaps", "PRECISIONS", "Precision",
-    "TransitionResult", "find_crossing", "global_minimum", "linear_baseline", "phase_diagram", "solve",
-    "solve_all", "solve_curve", "transition",
+    "BRANCHES", "Branch", "BranchMap", "FixedPoint", "HatOverlaps", "LinearBaseline", "Overlaps", "PRECISIONS",
+    "Precision", "SolverResult", "Status", "TransitionResult", "branch_map", "default_start", "find_crossing",
+    "global_minimum", "integration_points", "linear_baseline", "phase_diagram", "solve", "solve_all", "solve_curve",
+    "transition",
 ]

@@ -1,8 +1,17 @@
-"""Channel side: overlaps (q, m, V, theta) -> hat overlaps, via the proximal map (MODEL.md section 3).
+"""Channel side: overlaps -> hat overlaps, through the proximal map averaged over integration points.
 
-All Gaussian expectations are averages over one set of integration points `z` of shape (4, n) holding
-(xi_1, xi_2, eta_1, eta_2).  The same points are reused across outer iterations, branches and alphas
+Points: an array z of shape (L (r + r*), n) of standard Gaussians; rows l r + a hold xi_{l,a} (student noise,
+l < L, a < r), rows L r + l r* + b hold eta_{l,b} (teacher noise).  For the study (L = 2, r = r* = 1) these
+are (xi_1, xi_2, eta_1, eta_2).  The same points are reused across outer iterations, branches and alphas
 (common random numbers), so integration errors are smooth in the parameters and cancel in differences.
+
+With c = (rho - theta^T q^{-1} theta)^{1/2} (r* x r*):
+    omega_l = m_l + q^{1/2} xi_l,   h*_l = theta^T q^{-1/2} xi_l + c eta_l,   T = T(h*),
+    hhat = prox(omega, T, V^{-1}),   f_l = V^{-1} (hhat_l - omega_l),
+    qhat = alpha E sum_l f_l f_l^T,   mhat_l = alpha E f_l,   thetahat = alpha E sum_l f_l eta_l^T c^{-1},
+    Vhat = -alpha E sum_l f_l xi_l^T q^{-1/2} + thetahat theta^T q^{-1}.
+Vhat is Stein's lemma applied to -alpha E sum_l d f_l / d omega_l (with h* fixed): the xi form keeps the
+contribution of the jumps of the global minimiser between basins, which the pointwise Jacobian misses.
 """
 
 from __future__ import annotations
@@ -11,54 +20,100 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.theory.loss import target_diagonal
-from attnphase.theory.proximal import solve_prox
+from attnphase.setting import Setting
+from attnphase.theory.attention import target_attention
+from attnphase.theory.fixed_point import Inadmissible
+from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
+from attnphase.theory.prox import prox
 
 
 @dataclass
 class ChannelOutput:
-    qhat: float
-    mhat: float
-    Vhat: float
-    thetahat: float
+    hats: HatOverlaps
     moreau: float  # E[min_h F], enters the free energy
     prox_failures: int  # points whose Newton did not reach the gradient tolerance
+    n_points: int
 
 
-def teacher_fields(z: np.ndarray, q: float, theta: float, rho: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """h*_l = (theta / sqrt(q)) xi_l + sqrt(rho - theta^2 / q) eta_l, and that sqrt."""
-    sq = np.sqrt(q)
-    resid = rho - theta * theta / q
-    if resid <= 0:
-        raise ValueError(f"overlaps left the admissible set: rho - theta^2/q = {resid:.3g} <= 0")
-    c = np.sqrt(resid)
-    return (theta / sq) * z[0] + c * z[2], (theta / sq) * z[1] + c * z[3], c
+def points_dim(setting: Setting) -> int:
+    """Dimension of the Gaussian integrals: L (r + r*)."""
+    return setting.L * (setting.r + setting.r_star)
 
 
-def channel(z: np.ndarray, alpha: float, q: float, m: float, V: float, theta: float, *, omega: float,
-            A: np.ndarray, sigma2: float, rho: float, branch: str) -> ChannelOutput:
-    """Hat overlaps at (q, m, V, theta), averaged over the points z (shape (4, n)).
+def split_points(z: np.ndarray, L: int, r: int, r_star: int) -> tuple[np.ndarray, np.ndarray]:
+    """(xi (n, L, r), eta (n, L, r*)) from points of shape (L (r + r*), n)."""
+    n = z.shape[1]
+    xi = z[: L * r].T.reshape(n, L, r)
+    eta = z[L * r: L * (r + r_star)].T.reshape(n, L, r_star)
+    return xi, eta
 
-    (A control variate built on the large-V picture hhat ~ sign(h0 . w) h0, with closed-form conditional
-    means for theta = 0, was measured: unbiased but 3-7x larger variance at the study's V ~ 10-30, where
-    the quadratic term still moves hhat far from +-h0; not used.)"""
-    sq = np.sqrt(q)
-    w1 = sq * z[0] + m
-    w2 = sq * z[1] - m
-    hs1, hs2, c = teacher_fields(z, q, theta, rho)
-    t1, t2 = target_diagonal(hs1, hs2, omega, A)
-    sol = solve_prox(w1, w2, t1, t2, V, sigma2)
-    f1 = (sol.h1 - w1) / V
-    f2 = (sol.h2 - w2) / V
-    qhat = alpha * float(np.mean(f1 * f1 + f2 * f2))
-    # Exact branch symmetries: round-off must not push the iteration off its branch.
-    mhat = alpha * float(np.mean(f1 - f2)) if branch in ("positional", "free") else 0.0
-    if branch in ("semantic", "free"):
-        thetahat = alpha * float(np.mean(f1 * z[2] + f2 * z[3])) / c
+
+def _sqrt_sym(M: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """M^{1/2} and M^{-1/2} of a symmetric positive-definite matrix (Inadmissible otherwise)."""
+    if M.shape == (1, 1):
+        v = float(M[0, 0])
+        if not v > 0:
+            raise Inadmissible(f"{name} = {v:.3g} <= 0: the overlaps left the admissible set")
+        s = np.sqrt(v)
+        return np.array([[s]]), np.array([[1.0 / s]])
+    vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
+    if not vals.min() > 1e-300:
+        raise Inadmissible(f"{name} has eigenvalue {vals.min():.3g} <= 0: the overlaps left the admissible set")
+    s = np.sqrt(vals)
+    return (vecs * s) @ vecs.T, (vecs / s) @ vecs.T
+
+
+def fields(setting: Setting, o: Overlaps, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Student field means omega (n, L, r) and teacher fields h* (n, L, r*) at the points, plus the matrices."""
+    L, r, rs = setting.L, setting.r, setting.r_star
+    xi, eta = split_points(z, L, r, rs)
+    qs, qis = _sqrt_sym(o.q, "q")
+    resid = setting.rho_matrix - o.theta.T @ qis @ qis @ o.theta
+    c, cinv = _sqrt_sym(resid, "rho - theta^T q^{-1} theta")
+    if r == 1 and rs == 1:
+        # Scalar arithmetic in the study's order of operations (so the general path reproduces it to round-off).
+        sq = qs[0, 0]
+        w = xi * sq + o.m[None, :, :]
+        hstar = (o.theta[0, 0] / sq) * xi + c[0, 0] * eta
     else:
-        thetahat = 0.0
-    # Stein form of -alpha E[df/domega]: it keeps the contribution of the jumps of the global
-    # minimiser between basins, which the pointwise Jacobian misses.
-    Vhat = -alpha * float(np.mean(f1 * z[0] + f2 * z[1])) / sq + theta * thetahat / q
-    return ChannelOutput(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat,
-                         moreau=float(np.mean(sol.value)), prox_failures=int(np.sum(~sol.converged)))
+        w = np.einsum("nla,ab->nlb", xi, qs) + o.m[None]
+        hstar = np.einsum("nla,ab->nlb", xi, qis @ o.theta) + np.einsum("nlb,bc->nlc", eta, c)
+    return w, hstar, {"xi": xi, "eta": eta, "qs": qs, "qis": qis, "c": c, "cinv": cinv}
+
+
+def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """E sum_l f_l g_l^T over the points: (n, L, a), (n, L, b) -> (a, b).  Elementwise products and sums, not BLAS:
+    on a machine shared by several processes a multithreaded BLAS call on these skinny shapes was measured
+    100x slower (35 ms for one dot product of 65536 numbers)."""
+    n = f.shape[0]
+    if f.shape[2] == 1 and g.shape[2] == 1:
+        return np.array([[float(np.sum(f * g))]]) / n
+    return np.einsum("nla,nlb->ab", f, g) / n
+
+
+def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
+                       branch: str | Branch = Branch.free, *, kernel: str = "auto") -> ChannelOutput:
+    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n))."""
+    b = as_branch(branch)
+    o = overlaps
+    w, hstar, mats = fields(setting, o, points)
+    T = target_attention(hstar, setting.omega, setting.A_array)
+    V = 0.5 * (o.V + o.V.T)
+    Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
+    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel)
+    n = w.shape[0]
+    if V.shape == (1, 1):
+        f = (sol.h - w) / V[0, 0]
+    else:
+        f = np.einsum("nla,ab->nlb", sol.h - w, Vinv)
+    xi, eta = mats["xi"], mats["eta"]
+    qhat = alpha * _outer_mean(f, f)
+    mhat = alpha * f.mean(axis=0)
+    if b.has_theta:
+        thetahat = alpha * _outer_mean(f, eta) @ mats["cinv"]
+    else:
+        thetahat = np.zeros((setting.r, setting.r_star))
+    Vhat = -alpha * _outer_mean(f, xi) @ mats["qis"] + thetahat @ o.theta.T @ mats["qis"] @ mats["qis"]
+    hats = Layout.for_setting(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
+    return ChannelOutput(hats=hats, moreau=float(np.mean(sol.value)), prox_failures=int(np.sum(~sol.converged)),
+                         n_points=n)

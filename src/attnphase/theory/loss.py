@@ -1,4 +1,4 @@
-"""The per-sample attention loss as a function of the fields (MODEL.md section 2), L = 2, r = r* = 1.
+"""The per-sample attention loss as a function of the fields, L = 2, r = r* = 1.
 
 For two tokens the row-wise softmax is a logistic:
     S_11 = logistic(h_1 (h_1 - h_2)),  S_22 = logistic(h_2 (h_2 - h_1)),

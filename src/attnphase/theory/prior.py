@@ -1,24 +1,52 @@
-"""Prior side: hat overlaps -> overlaps for the ridge penalty and Gaussian tokens (MODEL.md section 3)."""
+"""Prior side: hat overlaps -> overlaps, closed form for the ridge penalty and Gaussian tokens.
+
+With K = (lambda I_r + sigma^2 Vhat)^{-1} (r x r), rho = sigma^2 I_{r*} and G the positional Gram matrix:
+    V = sigma^2 K,   theta = sigma^2 K thetahat rho,   m = G mhat K,
+    q = sigma^2 K (sigma^2 qhat + sigma^2 thetahat rho thetahat^T + mhat^T G mhat) K.
+These are the stationarity conditions of the prior part of the free energy (:func:`prior_energy`) with respect to
+the hat overlaps; docs/equations.md derives them.
+"""
 
 from __future__ import annotations
 
-from attnphase.theory.results import HatOverlaps, Overlaps
+import numpy as np
+
+from attnphase.setting import Setting
+from attnphase.theory.fixed_point import Inadmissible
+from attnphase.theory.overlaps import HatOverlaps, Overlaps
 
 
-def prior(h: HatOverlaps, sigma2: float, lam: float, rho: float) -> Overlaps:
-    denom = lam + sigma2 * h.Vhat
-    if not denom > 0:
-        raise ValueError(f"lambda + sigma^2 Vhat = {denom:.3g} <= 0: the iteration left the admissible set")
-    K = 1.0 / denom
-    V = sigma2 * K
-    q = sigma2 * K * K * (sigma2 * h.qhat + h.mhat**2 + sigma2 * rho * h.thetahat**2)
-    m = K * h.mhat
-    theta = sigma2 * rho * K * h.thetahat
-    return Overlaps(q=q, m=m, V=V, theta=theta)
+def _K(setting: Setting, h: HatOverlaps) -> np.ndarray:
+    M = setting.lam * np.eye(h.Vhat.shape[0]) + setting.sigma**2 * 0.5 * (h.Vhat + h.Vhat.T)
+    if M.shape == (1, 1):
+        if not M[0, 0] > 0:
+            raise Inadmissible(f"lambda + sigma^2 Vhat = {M[0, 0]:.3g} <= 0: the iteration left the admissible set")
+        return 1.0 / M
+    ev = np.linalg.eigvalsh(M)
+    if not ev.min() > 0:
+        raise Inadmissible(f"lambda I + sigma^2 Vhat has eigenvalue {ev.min():.3g} <= 0: the iteration left the "
+                           "admissible set")
+    return np.linalg.inv(M)
 
 
-def prior_energy(o: Overlaps, h: HatOverlaps, sigma2: float, lam: float, rho: float) -> float:
-    """The alpha-independent part of Phi (everything but -alpha E[Moreau envelope])."""
-    K = 1.0 / (lam + sigma2 * h.Vhat)
-    return (0.5 * (h.Vhat * o.q - h.qhat * o.V) - o.m * h.mhat - o.theta * h.thetahat
-            + 0.5 * K * (sigma2 * h.qhat + h.mhat**2 + sigma2 * rho * h.thetahat**2))
+def _source(setting: Setting, h: HatOverlaps) -> np.ndarray:
+    """sigma^2 qhat + sigma^2 thetahat rho thetahat^T + mhat^T G mhat (r x r)."""
+    s2 = setting.sigma**2
+    return (s2 * h.qhat + s2 * h.thetahat @ setting.rho_matrix @ h.thetahat.T + h.mhat.T @ setting.gram @ h.mhat)
+
+
+def update_overlaps(setting: Setting, hats: HatOverlaps) -> Overlaps:
+    """The prior side's closed form (see the module docstring)."""
+    s2 = setting.sigma**2
+    K = _K(setting, hats)
+    q = s2 * K @ _source(setting, hats) @ K
+    return Overlaps(q=0.5 * (q + q.T), m=setting.gram @ hats.mhat @ K, V=s2 * K,
+                    theta=s2 * K @ hats.thetahat @ setting.rho_matrix)
+
+
+def prior_energy(setting: Setting, o: Overlaps, h: HatOverlaps) -> float:
+    """The alpha-independent part of the free energy Phi (everything but -alpha E[Moreau envelope]):
+    (1/2) tr(Vhat q - qhat V) - tr(m^T mhat) - tr(theta^T thetahat) + (1/2) tr[K (source)]."""
+    K = _K(setting, h)
+    return float(0.5 * np.trace(h.Vhat @ o.q - h.qhat @ o.V) - np.sum(o.m * h.mhat) - np.sum(o.theta * h.thetahat)
+                 + 0.5 * np.trace(K @ _source(setting, h)))

@@ -1,4 +1,4 @@
-"""Batched global solution of the non-convex proximal problem (MODEL.md section 3, 3a):
+"""Batched global solution of the non-convex proximal problem for L = 2, r = 1:
 
     hhat = argmin_h  F(h) = |h - w|^2 / (2V) + l(h, h*),   h in R^2,
 

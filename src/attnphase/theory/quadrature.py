@@ -2,7 +2,7 @@
 
 The proximal map's global minimiser jumps between two mirror basins across a surface in (xi, eta)
 space, so the channel integrands are discontinuous and tensor Gauss-Hermite rules converge slowly and
-erratically (MODEL.md section 3a).  We use randomised quasi-Monte Carlo instead: independent Owen
+erratically.  We use randomised quasi-Monte Carlo instead: independent Owen
 scramblings of a Sobol sequence mapped to Gaussians.  Each scrambling is an unbiased estimate, so the
 spread over scramblings is an honest error estimate.  Smooth integrands (test error, baseline) use a
 tensor Gauss-Hermite rule, whose error we estimate by comparing two orders.

@@ -1,40 +1,64 @@
-"""Result containers of the theory engine."""
+"""Result containers of the theory engine: :class:`FixedPoint` (built on the generic solver's status)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from attnphase.theory.fixed_point import Status
+from attnphase.theory.overlaps import HatOverlaps, Overlaps
 
 BRANCHES = ("positional", "semantic", "agnostic")
 
-
-@dataclass(frozen=True)
-class Overlaps:
-    """Order parameters (q, m, V, theta) of MODEL.md section 3 (r = 1: plain floats)."""
-
-    q: float
-    m: float
-    V: float
-    theta: float
+_LEGACY_STATUS = (("collapsed", Status.collapsed), ("not converged", Status.not_converged),
+                  ("not_converged", Status.not_converged), ("diverged", Status.diverged),
+                  ("inadmissible", Status.inadmissible))
 
 
-@dataclass(frozen=True)
-class HatOverlaps:
-    qhat: float
-    mhat: float
-    Vhat: float
-    thetahat: float
+def as_status(status: str | Status) -> tuple[Status, tuple[str, ...]]:
+    """A Status from a Status or a string (first-version strings such as 'collapsed to agnostic' or
+    'ok (3 proximal points above gradient tolerance)' are read too; a note in brackets becomes a warning)."""
+    if isinstance(status, Status):
+        return status, ()
+    text = str(status)
+    try:
+        return Status(text), ()
+    except ValueError:
+        pass
+    for prefix, st in _LEGACY_STATUS:
+        if text.startswith(prefix):
+            return st, ()
+    if text.startswith("ok"):
+        note = text[2:].strip(" ()")
+        return Status.ok, ((note,) if note else ())
+    raise ValueError(f"unknown status {status!r}; one of {', '.join(s.value for s in Status)}")
 
 
-@dataclass
+def summaries(o: Overlaps) -> dict[str, float]:
+    """Scalars for plots and tables.  Study geometry: q, |m| (= |m_1|), |theta|, V exactly as before.
+
+    q, V: tr(.) / r;  m: root mean square over tokens of |m_l| (= |m_1| when m_2 = -m_1);
+    theta: largest singular value (= |theta| for r = r* = 1)."""
+    r = o.q.shape[0]
+    with np.errstate(invalid="ignore"):
+        theta_sv = np.linalg.svd(o.theta, compute_uv=False) if np.all(np.isfinite(o.theta)) else [float("nan")]
+        return {"q": float(np.trace(o.q) / r), "m": float(np.sqrt(np.sum(o.m**2) / o.m.shape[0])),
+                "V": float(np.trace(o.V) / r), "theta": float(np.max(theta_sv))}
+
+
+@dataclass(init=False)
 class FixedPoint:
     """A solution of the self-consistent equations on one branch, with error estimates.
 
-    `errors` maps a name (q, m, theta, V, train_loss, test_error, ...) to a one-standard-error estimate
-    of the integration error (spread over independent scramblings of the integration points).
-    `status` is "ok", "not converged", or "collapsed to <branch>" when the iteration left its branch
-    (e.g. a semantic start flowing to theta -> 0).
+    status    : :class:`Status`; only ``ok`` is a result (``converged`` is True iff status is ok; ``valid`` is an
+                alias).  Numbers of a non-ok point are kept for diagnosis only.
+    warnings  : notes that do not invalidate the result (e.g. proximal points above the gradient tolerance).
+    errors    : one-standard-error integration-error estimates (spread over independent scramblings) of the
+                scalar summaries (q, m, V, theta; see :func:`summaries`), train_loss and test_error.
+    overlaps  : arrays q, V (r x r), m (L x r), theta (r x r*); accessors fp.q, fp.m, fp.V, fp.theta.
     """
 
     alpha: float
@@ -45,57 +69,149 @@ class FixedPoint:
     train_loss: float
     test_error: float
     errors: dict[str, float]
-    converged: bool
+    status: Status
+    warnings: tuple[str, ...]
     iterations: int
     residual: float
-    status: str = "ok"
-    n_points: int = 0
-    n_replicas: int = 0
-    seconds: float = 0.0
-    precision: str = "default"
-    setting: dict[str, Any] = field(default_factory=dict)
+    message: str
+    n_points: int
+    n_replicas: int
+    seconds: float
+    precision: str
+    setting: dict[str, Any]
+    _extra: dict = field(default_factory=dict, repr=False)
 
-    @property
-    def q(self) -> float:
-        return self.overlaps.q
+    def __init__(self, alpha: float, omega: float, branch: str, overlaps: Overlaps, hats: HatOverlaps,
+                 train_loss: float, test_error: float, errors: dict[str, float] | None = None,
+                 converged: bool | None = None, iterations: int = 0, residual: float = float("nan"),
+                 status: str | Status = Status.ok, warnings: tuple[str, ...] | list[str] = (), message: str = "",
+                 n_points: int = 0, n_replicas: int = 0, seconds: float = 0.0, precision: str = "default",
+                 setting: dict[str, Any] | None = None, **_ignored: Any) -> None:
+        st, notes = as_status(status)
+        if converged is False and st == Status.ok:
+            # First-version records: converged = False with an 'ok' text meant 'not converged'.
+            st = Status.not_converged
+        self.alpha = float(alpha)
+        self.omega = float(omega)
+        self.branch = str(branch)
+        self.overlaps = overlaps if isinstance(overlaps, Overlaps) else Overlaps(**overlaps)
+        self.hats = hats if isinstance(hats, HatOverlaps) else HatOverlaps(**hats)
+        self.train_loss = float(train_loss) if train_loss is not None else float("nan")
+        self.test_error = float(test_error) if test_error is not None else float("nan")
+        self.errors = {k: (float("nan") if v is None else v) for k, v in dict(errors or {}).items()}
+        self.status = st
+        self.warnings = tuple(warnings) + notes
+        self.iterations = int(iterations)
+        self.residual = float("nan") if residual is None else float(residual)
+        self.message = str(message)
+        self.n_points = int(n_points)
+        self.n_replicas = int(n_replicas)
+        self.seconds = float(seconds)
+        self.precision = str(precision)
+        self.setting = dict(setting or {})
+        self._extra = {}
 
+    # -- status
     @property
-    def m(self) -> float:
-        return self.overlaps.m
-
-    @property
-    def V(self) -> float:
-        return self.overlaps.V
-
-    @property
-    def theta(self) -> float:
-        return self.overlaps.theta
+    def converged(self) -> bool:
+        return self.status == Status.ok
 
     @property
     def valid(self) -> bool:
-        """Converged and still a distinct fixed point of its own branch."""
-        return self.converged and self.status == "ok"
+        """Alias of :attr:`converged`."""
+        return self.converged
+
+    # -- arrays
+    @property
+    def q(self) -> np.ndarray:
+        return self.overlaps.q
+
+    @property
+    def m(self) -> np.ndarray:
+        return self.overlaps.m
+
+    @property
+    def V(self) -> np.ndarray:
+        return self.overlaps.V
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.overlaps.theta
+
+    # -- scalar summaries
+    def summary(self) -> dict[str, float]:
+        """Scalars q, m, V, theta for plots and tables (see :func:`summaries`)."""
+        return summaries(self.overlaps)
+
+    @property
+    def m_norm(self) -> float:
+        return self.summary()["m"]
+
+    @property
+    def theta_norm(self) -> float:
+        return self.summary()["theta"]
+
+    @property
+    def theta_singular_values(self) -> np.ndarray:
+        return np.linalg.svd(self.theta, compute_uv=False)
+
+    @property
+    def is_study_shape(self) -> bool:
+        """L = 2, r = r* = 1: quantities are reported as plain numbers, as in the first version."""
+        return self.overlaps.dims == (2, 1, 1)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "alpha": self.alpha,
-            "omega": self.omega,
-            "branch": self.branch,
-            "q": self.q,
-            "m": self.m,
-            "theta": self.theta,
-            "V": self.V,
-            "train_loss": self.train_loss,
-            "test_error": self.test_error,
-            "converged": self.converged,
-            "iterations": self.iterations,
-            "residual": self.residual,
-            "status": self.status,
-        }
-        d.update(asdict(self.hats))
+        """JSON-ready.  Study shape: today's keys as numbers (m = |m_1|, theta = |theta|, scalar hats with
+        mhat = alpha E[f_1 - f_2]); otherwise nested lists plus the scalar summaries m_norm, theta_sv."""
+        d: dict[str, Any] = {"alpha": self.alpha, "omega": self.omega, "branch": self.branch}
+        s = self.summary()
+        h = self.hats
+        if self.is_study_shape:
+            d.update({"q": s["q"], "m": s["m"], "theta": s["theta"], "V": s["V"]})
+            hats = {"qhat": float(h.qhat[0, 0]), "mhat": float(abs(h.mhat[0, 0] - h.mhat[1, 0])),
+                    "Vhat": float(h.Vhat[0, 0]), "thetahat": float(abs(h.thetahat[0, 0]))}
+        else:
+            d.update({k: getattr(self.overlaps, k).tolist() for k in ("q", "m", "theta", "V")})
+            d.update({"m_norm": s["m"], "theta_sv": self.theta_singular_values.tolist(), "q_trace": float(np.trace(self.q)),
+                      "V_trace": float(np.trace(self.V))})
+            hats = h.to_dict()
+        d.update({"train_loss": self.train_loss, "test_error": self.test_error, "converged": self.converged,
+                  "iterations": self.iterations, "residual": self.residual, "status": self.status.value,
+                  "warnings": list(self.warnings), "message": self.message})
+        d.update(hats)
         for k, v in self.errors.items():
             d[f"{k}_err"] = v
-        d["n_points"] = self.n_points
-        d["seconds"] = self.seconds
-        d["precision"] = self.precision
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+        d.update({"n_points": self.n_points, "n_replicas": self.n_replicas, "seconds": self.seconds,
+                  "precision": self.precision, "setting": self.setting})
+        if not self.is_study_shape:
+            d.update({"overlaps": self.overlaps.to_dict(), "hats": self.hats.to_dict()})
+        return _clean(d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FixedPoint:
+        """Inverse of :meth:`to_dict` (the full arrays are read from 'overlaps' and 'hats')."""
+        errors = {k[:-4]: (float("nan") if v is None else v) for k, v in d.items() if k.endswith("_err")}
+        if "overlaps" in d and isinstance(d["overlaps"], dict):
+            o, h = Overlaps(**d["overlaps"]), HatOverlaps(**d["hats"])
+        else:
+            o = Overlaps(q=d["q"], m=d["m"], V=d["V"], theta=d["theta"])
+            h = HatOverlaps(qhat=d.get("qhat", 0.0), mhat=d.get("mhat", 0.0), Vhat=d.get("Vhat", 0.0),
+                            thetahat=d.get("thetahat", 0.0))
+        return cls(alpha=d["alpha"], omega=d["omega"], branch=d["branch"], overlaps=o, hats=h,
+                   train_loss=d.get("train_loss"), test_error=d.get("test_error"), errors=errors,
+                   converged=d.get("converged"), iterations=d.get("iterations", 0), residual=d.get("residual"),
+                   status=d.get("status", "ok"), warnings=tuple(d.get("warnings", ())), message=d.get("message", ""),
+                   n_points=d.get("n_points", 0), n_replicas=d.get("n_replicas", 0), seconds=d.get("seconds", 0.0),
+                   precision=d.get("precision", "default"), setting=d.get("setting"))
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v

@@ -1,9 +1,11 @@
-"""The outer iteration: overlaps -> (channel) hat overlaps -> (prior) overlaps, to a fixed point.
+"""Fixed points of the self-consistent equations: overlaps -> (channel) hat overlaps -> (prior) overlaps.
 
-Integration error is measured, not assumed: the fixed point is solved independently for R scramblings
-of the Sobol points (the first by damped + Anderson iteration, the others by a frozen-Jacobian Newton
-from the first one's solution), every reported number is the mean over
-the R solutions and its error estimate the standard error of that mean.
+The physics (prior.update_overlaps, channel.update_hatoverlaps) meets the generic solver
+(fixed_point.anderson / chord) through :class:`BranchMap`, the raw map of one branch on its flat free
+coordinates.  Integration error is measured, not assumed: the fixed point is solved independently for R
+scramblings of the Sobol points (the first by damped + Anderson iteration, the others by a frozen-Jacobian
+Newton from the first one's solution); every reported number is the mean over the R solutions and its error
+estimate the standard error of that mean.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.setting import Setting, check_alpha
-from attnphase.theory.channel import channel
-from attnphase.theory.observables import FINE, test_error_rule
+from attnphase.theory.channel import ChannelOutput, points_dim, update_hatoverlaps
+from attnphase.theory.fixed_point import Inadmissible, SolverResult, Status, anderson, chord, jacobian, newton_matrix
 from attnphase.theory.observables import test_error as _test_error
-from attnphase.theory.prior import prior, prior_energy
+from attnphase.theory.observables import test_error_estimate
+from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge
+from attnphase.theory.prior import prior_energy, update_overlaps
 from attnphase.theory.quadrature import gaussian_sobol
-from attnphase.theory.results import BRANCHES, FixedPoint, HatOverlaps, Overlaps
+from attnphase.theory.results import BRANCHES, FixedPoint, summaries
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,9 @@ class Precision:
     tol is the relative fixed-point residual.  It sits a few times below the integration error and above
     the map's graininess: with n points the map jumps by ~1/n whenever a point's global minimiser switches
     basin, so a tighter tol only makes the iteration wander (measured: fast with tol 1e-4 stalled at
-    3e-4 at omega = 0.05, alpha = 0.69)."""
+    3e-4 at omega = 0.05, alpha = 0.69).  The same levels serve every dimension L (r + r*): randomised QMC's
+    error does not grow with the dimension the way a tensor rule's does, and the reported error bars (spread
+    over scramblings) say what was reached."""
 
     name: str
     log2_points: int
@@ -47,12 +53,7 @@ PRECISIONS = {
     "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4, target=1e-4, max_replicas=32),
 }
 
-# Study's starting points (MODEL.md section 3).
-STARTS = {
-    "positional": Overlaps(q=0.02, m=0.2, V=15.0, theta=0.0),
-    "semantic": Overlaps(q=0.9, m=0.0, V=15.0, theta=0.35),
-    "agnostic": Overlaps(q=0.05, m=0.0, V=15.0, theta=0.0),
-}
+DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
 
 
 def get_precision(precision: str | Precision) -> Precision:
@@ -70,318 +71,288 @@ def check_branch(branch: str, allowed=BRANCHES) -> str:
     return branch
 
 
-def _free_coordinates(branch: str) -> list[int]:
-    # (q, m, V, theta): positional keeps theta = 0, semantic keeps m = 0, agnostic both.
-    return {"positional": [0, 1, 2], "semantic": [0, 2, 3], "agnostic": [0, 2]}[branch]
+def check_theory_setting(setting: Setting) -> Setting:
+    if not isinstance(setting, Setting):
+        raise TypeError("setting must be an attnphase.Setting")
+    if setting.lam <= 0:
+        raise ValueError("the asymptotic theory needs lambda > 0 (at lambda = 0 the ridge limit is not implemented)")
+    return setting
 
 
-def _step(z, alpha, x, setting: Setting, branch: str):
-    q, m, V, theta = x
-    out = channel(z, alpha, q, m, V, theta, omega=setting.omega, A=setting.A_array, sigma2=setting.sigma**2,
-                  rho=setting.rho, branch=branch)
-    hats = HatOverlaps(qhat=out.qhat, mhat=out.mhat, Vhat=out.Vhat, thetahat=out.thetahat)
-    new = prior(hats, setting.sigma**2, setting.lam, setting.rho)
-    return np.array([new.q, new.m, new.V, new.theta]), hats, out
+def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
+    """Starting overlaps.  Study (L = 2, r = r* = 1): positional (q, m, V, theta) = (0.02, 0.2, 15, 0), semantic
+    (0.9, 0, 15, 0.35), agnostic (0.05, 0, 15, 0).  In general: V = 15 (sigma^2 / lambda) / 25 times I; positional m
+    along the leading direction of the positional Gram matrix in the first rank direction; semantic theta = 0.35
+    on the first min(r, r*) diagonal entries with q = 0.9 there and 0.05 in the other student directions."""
+    b = as_branch(branch)
+    L, r, rs = setting.L, setting.r, setting.r_star
+    V = 15.0 * (setting.sigma**2 / setting.lam) / 25.0 * np.eye(r)
+    m = np.zeros((L, r))
+    theta = np.zeros((r, rs))
+    q = (0.05 if b == Branch.agnostic else 0.02) * np.eye(r)
+    if b.has_m:
+        U = Layout.for_setting(setting, b).basis
+        if U.shape[1]:
+            m[:, 0] = 0.2 * U[:, 0]
+    if b.has_theta:
+        k = min(r, rs)
+        theta[:k, :k] = 0.35 * np.eye(k)
+        q = np.diag([0.9] * k + [0.05] * (r - k))
+    return Overlaps(q=q, m=m, V=V, theta=theta)
 
 
-@dataclass
-class _Solve:
-    x: np.ndarray
-    hats: HatOverlaps
-    moreau: float
-    iterations: int
-    residual: float
-    converged: bool
-    prox_failures: int
-    message: str = ""
+class BranchMap:
+    """The raw fixed-point map of one branch on its flat free coordinates, for fixed integration points.
 
+        bm = branch_map(setting, alpha, "semantic", points)
+        x = bm.pack(overlaps); x_new = bm(x); bm.unpack(x_new) -> Overlaps
 
-def _relative_residual(x: np.ndarray, gx: np.ndarray, free: list[int]) -> tuple[np.ndarray, float]:
-    """G(x) - x and its size |G(x) - x| / max(|x|, 1e-3), max norm over the free coordinates."""
-    r = gx - x
-    scale = np.maximum(np.abs(x), 1e-3)
-    return r, float(np.max(np.abs(r[free]) / scale[free]))
-
-
-def iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol: float, max_iter: int,
-            depth: int = 5, mixing: float = 0.5, far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10,
-            accept: float = 0.0, stagnation: int = 12) -> _Solve:
-    """Anderson-accelerated fixed-point iteration on the free coordinates, with damping as fallback.
-
-    The residual is _relative_residual's.
+    ``bm.step(x)`` also returns the channel output (hat overlaps, Moreau envelope, prox diagnostics).  For
+    r > 1 or r* > 1 the image is put in the canonical rotation gauge (overlaps.canonical_gauge), which removes
+    the neutral directions of the exact rotation symmetry.  Raises fixed_point.Inadmissible where the map
+    cannot be evaluated.  Coordinate names: ``bm.layout.names()``.
     """
-    free = _free_coordinates(branch)
-    x = np.array(x0, dtype=float)
-    if branch != "positional":
-        x[1] = 0.0
-    if branch != "semantic":
-        x[3] = 0.0
-    X_hist: list[np.ndarray] = []
-    R_hist: list[np.ndarray] = []
-    res = np.inf
-    gx = hats = out = None
-    damping = mixing
-    best: tuple = (np.inf, 0, None, None, None)
-    # Every evaluation runs the full multi-start global search of the proximal problem.  (Warm-starting
-    # Newton from the previous iteration's minimisers was measured: it misses basin switches and makes
-    # the map inconsistent enough that Anderson stalls, e.g. positional at alpha = 2.)
-    for it in range(1, max_iter + 1):
+
+    def __init__(self, setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
+                 kernel: str = "auto") -> None:
+        self.setting = setting
+        self.alpha = float(alpha)
+        self.branch = as_branch(branch)
+        self.points = points
+        self.kernel = kernel
+        self.layout = Layout.for_setting(setting, self.branch)
+        self.gauge = setting.r > 1 or setting.r_star > 1
+        if points.shape[0] != points_dim(setting):
+            raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
+
+    def pack(self, o: Overlaps) -> np.ndarray:
+        return self.layout.pack(o)
+
+    def unpack(self, x: np.ndarray) -> Overlaps:
+        return self.layout.unpack(x)
+
+    def step(self, x: np.ndarray) -> tuple[np.ndarray, ChannelOutput]:
+        o = self.layout.unpack(x)
+        out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
+        new = update_overlaps(self.setting, out.hats)
+        if self.gauge:
+            new = canonical_gauge(new)
+        return self.layout.pack(new), out
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.step(x)[0]
+
+    # -- predicates for the generic solver
+    def admissible(self, x: np.ndarray) -> bool:
+        o = self.layout.unpack(x)
         try:
-            gx, hats, out = _step(z, alpha, x, setting, branch)
-        except ValueError as exc:
-            # The accelerated step left the admissible set: fall back to a damped step from the last
-            # good point.
-            if X_hist:
-                x = X_hist[-1].copy()
-                X_hist.clear()
-                R_hist.clear()
-                damping *= 0.5
-                continue
-            return _Solve(x, hats, np.nan, it, np.inf, False, 0, str(exc))
-        r, res = _relative_residual(x, gx, free)
-        if res < tol:
-            x = gx
-            return _Solve(x, hats, out.moreau, it, res, True, out.prox_failures)
-        if res < best[0]:
-            best = (res, it, gx, hats, out)
-        elif accept > 0 and it - best[1] >= stagnation and best[0] <= accept:
-            # The map is piecewise constant at the scale of one integration point switching basin (on
-            # the positional branch one switch moves mhat by ~0.3% with 2^13 points), so below that
-            # scale the residual only jitters.  Accept the best iterate; its residual is reported.
-            res_b, it_b, gx_b, hats_b, out_b = best
-            return _Solve(gx_b, hats_b, out_b.moreau, it, res_b, True, out_b.prox_failures, "map resolution")
-        X_hist.append(x.copy())
-        R_hist.append(r.copy())
-        if len(X_hist) > depth + 1:
-            X_hist.pop(0)
-            R_hist.pop(0)
-        xf = x[free]
-        rf = r[free]
-        q_, m_, V_, th_ = x
-        if (branch == "semantic" and abs(th_) < 1e-2 * np.sqrt(q_ * setting.rho)) or (
-                branch == "positional" and abs(m_) < 1e-2 * np.sqrt(q_)):
-            # The branch's order parameter has decayed to ~0: the iteration is flowing to the agnostic
-            # fixed point (slowly, geometrically); stop and let the caller report the collapse.
-            return _Solve(gx, hats, out.moreau, it, res, True, out.prox_failures, "collapsed")
-        if res > far and it <= far_steps:
-            # Far from the fixed point Anderson extrapolates wildly and can throw the iteration into
-            # the basin of another branch (e.g. semantic -> agnostic): take a few damped steps first.  Not
-            # more: the map can have strongly negative eigenvalues (the plain iteration oscillates with
-            # period 2, e.g. positional at alpha = 2), which only Anderson handles well.
-            X_hist.clear()
-            R_hist.clear()
-            x = x.copy()
-            x[free] = xf + far_mixing * rf
-            continue
-        if len(X_hist) >= 2:
-            dX = np.array([X_hist[i + 1][free] - X_hist[i][free] for i in range(len(X_hist) - 1)]).T
-            dR = np.array([R_hist[i + 1][free] - R_hist[i][free] for i in range(len(R_hist) - 1)]).T
-            # Scale by |x| so that small and large order parameters weigh alike.
-            s = np.maximum(np.abs(xf), 1e-3)
-            gamma, *_ = np.linalg.lstsq(dR / s[:, None], rf / s, rcond=None)
-            new = xf + damping * rf - (dX + damping * dR) @ gamma
-        else:
-            new = xf + damping * rf
-        # Keep q, V positive; if Anderson jumps outside, take a damped step instead.
-        cand = x.copy()
-        cand[free] = new
-        if cand[0] <= 0 or cand[2] <= 0 or (branch == "semantic" and cand[3] ** 2 >= cand[0] * setting.rho):
-            cand = x.copy()
-            cand[free] = xf + 0.2 * rf
-            X_hist.clear()
-            R_hist.clear()
-        x = cand
-    return _Solve(gx if gx is not None else x, hats, out.moreau if out else np.nan, max_iter, res, False,
-                  out.prox_failures if out else 0, "maximum number of iterations reached")
+            ev_q = np.linalg.eigvalsh(o.q)
+            ev_V = np.linalg.eigvalsh(o.V)
+            if ev_q.min() <= 0 or ev_V.min() <= 0:
+                return False
+            if self.branch.has_theta:
+                resid = self.setting.rho_matrix - o.theta.T @ np.linalg.solve(o.q, o.theta)
+                return bool(np.linalg.eigvalsh(resid).min() > 0)
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+    def collapsed(self, x: np.ndarray) -> bool:
+        """The branch's order parameter has decayed to ~0 (flowing to the agnostic point)."""
+        o = self.layout.unpack(x)
+        s = summaries(o)
+        qmax = float(np.linalg.eigvalsh(o.q).max())
+        if self.branch == Branch.semantic:
+            return s["theta"] < 1e-2 * np.sqrt(max(qmax, 0.0) * self.setting.rho)
+        if self.branch == Branch.positional:
+            return s["m"] < 1e-2 * np.sqrt(max(qmax, 0.0))
+        return False
+
+    def diverged(self, x: np.ndarray) -> bool:
+        return bool(np.max(np.abs(x), initial=0.0) > DIVERGENCE)
 
 
-def fixed_point_jacobian(z, alpha: float, x: np.ndarray, setting: Setting, branch: str,
-                         rel_step: float = 1e-3) -> tuple[np.ndarray, int]:
-    """Forward-difference Jacobian of the map G on the free coordinates, with common random points."""
-    free = _free_coordinates(branch)
-    g0 = _step(z, alpha, x, setting, branch)[0]
-    J = np.empty((len(free), len(free)))
-    for j, c in enumerate(free):
-        xp = x.copy()
-        h = rel_step * max(abs(x[c]), 1e-3)
-        xp[c] += h
-        J[:, j] = (_step(z, alpha, xp, setting, branch)[0][free] - g0[free]) / h
-    return J, len(free) + 1
+def branch_map(setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
+               kernel: str = "auto") -> BranchMap:
+    """The raw map of one branch on its flat free coordinates (see :class:`BranchMap`).  Stable API for
+    continuation and bifurcation analysis (e.g. d theta_new / d theta at theta = 0 on the agnostic point)."""
+    return BranchMap(check_theory_setting(setting), check_alpha(alpha), branch, points, kernel=kernel)
 
 
-def chord_iterate(z, alpha: float, x0: np.ndarray, setting: Setting, branch: str, tol: float,
-                  newton_matrix: np.ndarray, max_iter: int = 8) -> _Solve | None:
-    """Newton on G(x) - x with a frozen Jacobian (from a nearby problem: another scrambling of the same
-    fixed point).  Converges in 2-3 steps from a close start; returns None if the residual stops falling,
-    and the caller falls back to Anderson."""
-    free = _free_coordinates(branch)
-    x = np.array(x0, dtype=float)
-    prev = np.inf
-    for it in range(1, max_iter + 1):
-        try:
-            gx, hats, out = _step(z, alpha, x, setting, branch)
-        except ValueError:
-            return None
-        r, res = _relative_residual(x, gx, free)
-        if res < tol:
-            return _Solve(gx, hats, out.moreau, it, res, True, out.prox_failures)
-        if res > 0.5 * prev:
-            return None
-        prev = res
-        x = x.copy()
-        x[free] = x[free] + newton_matrix @ r[free]
-        if x[0] <= 0 or x[2] <= 0:
-            return None
-    return None
+def integration_points(setting: Setting, precision: str | Precision = "default", replica: int = 0,
+                       seed: int = 0) -> np.ndarray:
+    """The Sobol points solve() uses for one scrambling, shape (L (r + r*), 2^log2_points)."""
+    prec = get_precision(precision)
+    return gaussian_sobol(prec.log2_points, points_dim(setting), 1000 * seed + replica)
 
 
-def _target_met(xs: list[np.ndarray], energies: list[float], target: float) -> bool:
+def _target_met(summ: list[dict], energies: list[float], target: float, branch: Branch) -> bool:
     """Relative standard errors of q, m, theta (where non-zero) and train_loss all <= target."""
-    k = len(xs)
+    k = len(summ)
     if target <= 0 or k < 2:
         return True
-    X = np.array(xs)
-    mean = np.abs(X.mean(axis=0))
-    se = X.std(axis=0, ddof=1) / np.sqrt(k)
-    rel = [se[i] / mean[i] for i in (0, 1, 3) if mean[i] > 0]
+    rel = []
+    for key in ("q", "m", "theta"):
+        vals = np.array([s[key] for s in summ])
+        mean = abs(vals.mean())
+        if mean > 0:
+            rel.append(vals.std(ddof=1) / np.sqrt(k) / mean)
     E = np.array(energies)
     rel.append(E.std(ddof=1) / np.sqrt(k) / abs(E.mean()))
     return max(rel) <= target
 
 
-def _collapse_status(branch: str, x: np.ndarray, x_err: np.ndarray, rho: float) -> str:
-    q, m, V, theta = x
-    if branch == "positional" and abs(m) < max(1e-2 * np.sqrt(q), 3 * x_err[1]):
-        return "collapsed to agnostic"
-    if branch == "semantic" and abs(theta) < max(1e-2 * np.sqrt(q * rho), 3 * x_err[3]):
-        return "collapsed to agnostic"
-    return "ok"
+def _nan_overlaps(setting: Setting) -> tuple[Overlaps, HatOverlaps]:
+    L, r, rs = setting.L, setting.r, setting.r_star
+    nan = np.nan
+    return (Overlaps(q=np.full((r, r), nan), m=np.full((L, r), nan), V=np.full((r, r), nan),
+                     theta=np.full((r, rs), nan)),
+            HatOverlaps(qhat=np.full((r, r), nan), mhat=np.full((L, r), nan), Vhat=np.full((r, r), nan),
+                        thetahat=np.full((r, rs), nan)))
+
+
+def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> Overlaps:
+    d0 = default_start(setting, b)
+    if init is None:
+        return d0
+    o = init.overlaps if isinstance(init, FixedPoint) else init
+    if not isinstance(o, Overlaps):
+        raise TypeError("init must be Overlaps or a FixedPoint")
+    if o.dims != (setting.L, setting.r, setting.r_star):
+        raise ValueError(f"init has shapes (L, r, r*) = {o.dims}, the setting {(setting.L, setting.r, setting.r_star)}")
+    if not all(np.all(np.isfinite(getattr(o, k))) for k in ("q", "m", "V", "theta")):
+        return d0
+    o = Layout.for_setting(setting, b).project(canonical_gauge(o))
+    # A start with the branch's order parameter at exactly 0 stays there: give it the default's.
+    m = o.m if (not b.has_m or np.any(o.m != 0)) else d0.m
+    theta = o.theta if (not b.has_theta or np.any(o.theta != 0)) else d0.theta
+    return Overlaps(q=o.q, m=m, V=o.V, theta=theta)
 
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
-          init: Overlaps | FixedPoint | None = None, seed: int = 0) -> FixedPoint:
-    """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss)."""
-    if not isinstance(setting, Setting):
-        raise ValueError("setting must be an attnphase.Setting")
-    setting.require_study_geometry()
+          init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto") -> FixedPoint:
+    """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss).
+
+    Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
+    ValueError/TypeError, checked before any work)."""
+    check_theory_setting(setting)
     alpha = check_alpha(alpha)
     check_branch(branch, BRANCHES + ("global",))
-    if branch == "global":
-        return global_minimum(solve_all(setting, alpha, precision=precision, seed=seed))
     prec = get_precision(precision)
+    if branch == "global":
+        return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel))
+    b = as_branch(branch)
     t0 = time.perf_counter()
-    start = init if init is not None else STARTS[branch]
-    if isinstance(start, FixedPoint):
-        start = start.overlaps
-    x = np.array([start.q, abs(start.m), start.V, abs(start.theta)], dtype=float)
-    if branch == "positional" and x[1] == 0:
-        x[1] = STARTS["positional"].m
-    if branch == "semantic" and x[3] == 0:
-        x[3] = STARTS["semantic"].theta
-    xs, hs, energies, iters = [], [], [], 0
-    converged = True
+    layout = Layout.for_setting(setting, b)
+    x = layout.pack(_start(setting, b, init))
+    overlaps_reps: list[Overlaps] = []
+    hats_reps: list[HatOverlaps] = []
+    energies: list[float] = []
+    summ: list[dict] = []
+    iters = 0
     residual = 0.0
-    message = ""
     failures = 0
-    collapsed = False
-    sigma2 = setting.sigma**2
+    status = Status.ok
+    message = ""
+    warnings: list[str] = []
     # Continuation: the previous alpha's Jacobian is close enough for chord steps here too.
-    newton_matrix = getattr(init, "_newton_matrix", None) if isinstance(init, FixedPoint) and init.branch == branch \
-        else None
+    nm = init._extra.get("newton_matrix") if isinstance(init, FixedPoint) and init.branch == branch else None
+    if nm is not None and nm.shape != (layout.size, layout.size):
+        nm = None
     rep = -1
     while True:
         rep += 1
         if rep >= max(prec.replicas, prec.max_replicas) or (
-                rep >= prec.replicas and _target_met(xs, energies, prec.target)):
+                rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
-        z = gaussian_sobol(prec.log2_points, 4, 1000 * seed + rep)
-        sol = None
-        if newton_matrix is not None:
-            sol = chord_iterate(z, alpha, x, setting, branch, prec.tol, newton_matrix)
+        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
+        sol: SolverResult | None = None
+        if nm is not None:
+            sol = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale)
         if sol is None:
-            sol = iterate(z, alpha, x, setting, branch, prec.tol, prec.max_iter, accept=prec.accept)
-        iters += sol.iterations
-        if (rep == 0 and prec.replicas > 1 and sol.converged and sol.message != "collapsed"
-                and (newton_matrix is None or sol.iterations > 4)):
-            # The other scramblings' fixed points lie within the integration error of this one:
-            # a frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
-            J, n_eval = fixed_point_jacobian(z, alpha, sol.x, setting, branch)
-            iters += n_eval
+            sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
+                           collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
+        iters += sol.nit
+        warnings.extend(w for w in sol.warnings if w not in warnings)
+        if (rep == 0 and prec.replicas > 1 and sol.status == Status.ok
+                and (nm is None or sol.nit > 4)):
+            # The other scramblings' fixed points lie within the integration error of this one: a
+            # frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
             try:
-                newton_matrix = np.linalg.inv(np.eye(len(J)) - J)
-            except np.linalg.LinAlgError:
-                newton_matrix = None
+                J, n_eval = jacobian(bm.step, sol.x)
+                iters += n_eval
+                nm = newton_matrix(J)
+            except Inadmissible:
+                nm = None
         residual = max(residual, sol.residual)
-        failures += sol.prox_failures
-        if not sol.converged:
-            converged = False
-            message = message or sol.message
-        if sol.message == "collapsed":
-            collapsed = True
-            if rep == 0:
-                # No distinct fixed point of this branch here: more scramblings would only repeat that.
-                converged = True
-        if sol.hats is None or not np.all(np.isfinite(sol.x)):
-            converged = False
+        if sol.status != Status.ok:
+            status = sol.status
+            message = sol.message
+        if sol.aux is None or not np.all(np.isfinite(sol.x)):
             break
+        failures += sol.aux.prox_failures
         x = sol.x.copy()
-        o = Overlaps(*(float(v) for v in sol.x))
-        xs.append(sol.x)
-        hs.append([sol.hats.qhat, sol.hats.mhat, sol.hats.Vhat, sol.hats.thetahat])
-        phi = prior_energy(o, sol.hats, sigma2, setting.lam, setting.rho) - alpha * sol.moreau
-        energies.append(-phi)
-        if collapsed or not converged:
-            # Already not a valid point: the other scramblings would cost iterations and change nothing.
+        o = bm.unpack(sol.x)
+        try:
+            energy = -(prior_energy(setting, o, sol.aux.hats) - alpha * sol.aux.moreau)
+        except Inadmissible as exc:
+            status, message = Status.inadmissible, str(exc)
             break
-    if not xs:
-        nan = float("nan")
-        return FixedPoint(alpha, setting.omega, branch, Overlaps(nan, nan, nan, nan), HatOverlaps(nan, nan, nan, nan),
-                          nan, nan, {}, False, iters, float(residual), f"not converged: {message}",
-                          2**prec.log2_points, prec.replicas, time.perf_counter() - t0, prec.name, setting.to_dict())
-    X = np.array(xs)
-    Hh = np.array(hs)
+        overlaps_reps.append(canonical_gauge(o))
+        hats_reps.append(sol.aux.hats)
+        energies.append(energy)
+        summ.append(summaries(overlaps_reps[-1]))
+        if status != Status.ok:
+            # Already not a valid point: more scramblings would cost iterations and change nothing.
+            break
+    seconds = lambda: time.perf_counter() - t0  # noqa: E731
+    if not overlaps_reps:
+        o_nan, h_nan = _nan_overlaps(setting)
+        return FixedPoint(alpha, setting.omega, branch, o_nan, h_nan, np.nan, np.nan, {}, iterations=iters,
+                          residual=float(residual), status=status if status != Status.ok else Status.not_converged,
+                          warnings=tuple(warnings), message=message, n_points=0, n_replicas=0, seconds=seconds(),
+                          precision=prec.name, setting=setting.to_dict())
+    k = len(overlaps_reps)
+
+    def sem(a: np.ndarray) -> np.ndarray:
+        return np.std(a, axis=0, ddof=1) / np.sqrt(k) if k > 1 else np.full(np.shape(a)[1:], np.nan)
+
+    mean = Overlaps(**{f: np.mean([getattr(o, f) for o in overlaps_reps], axis=0) for f in ("q", "m", "V", "theta")})
+    hmean = HatOverlaps(**{f: np.mean([getattr(h, f) for h in hats_reps], axis=0)
+                           for f in ("qhat", "mhat", "Vhat", "thetahat")})
     E = np.array(energies)
-    k = len(xs)
-    sem = (lambda a: np.std(a, axis=0, ddof=1) / np.sqrt(k)) if k > 1 else (lambda a: np.full(np.shape(a)[1:], np.nan))
-    xm = X.mean(axis=0)
-    xe = sem(X)
-    hm = Hh.mean(axis=0)
-    q, m, V, theta = (float(v) for v in xm)
-    m, theta = abs(m), abs(theta)
-    te, te_quad = _test_error(q, m, theta, omega=setting.omega, A=setting.A_array, sigma2=sigma2, rho=setting.rho)
-    # Test error's integration error is dominated by the propagated error of the overlaps: estimate it
-    # from the per-replica overlaps.
-    te_reps = [
-        test_error_rule(FINE, float(xx[0]), abs(float(xx[1])), abs(float(xx[3])), omega=setting.omega,
-                        A=setting.A_array, sigma2=sigma2, rho=setting.rho)
-        for xx in X
-    ] if k > 1 else [te]
+    te, te_quad = _test_error(setting, mean)
+    te_reps = [test_error_estimate(setting, o) for o in overlaps_reps] if k > 1 else [te]
     te_err = float(np.sqrt((np.std(te_reps, ddof=1) / np.sqrt(k)) ** 2 + te_quad**2)) if k > 1 else float("nan")
-    errors = {"q": float(xe[0]), "m": float(xe[1]), "V": float(xe[2]), "theta": float(xe[3]),
-              "train_loss": float(sem(E[:, None])[0]), "test_error": te_err}
-    status = "ok" if converged else f"not converged: {message}"
-    if converged and branch in ("positional", "semantic"):
-        status = _collapse_status(branch, np.array([q, m, V, theta]), xe, setting.rho)
-    if collapsed:
-        status = "collapsed to agnostic"
-    elif failures and status == "ok":
-        status = f"ok ({failures} proximal points above gradient tolerance)"
+    errors = {key: float(sem(np.array([s[key] for s in summ]))) for key in ("q", "m", "V", "theta")}
+    errors.update({"train_loss": float(sem(E[:, None])[0]), "test_error": te_err})
+    s_mean = summaries(mean)
+    if status == Status.ok and b == Branch.positional and s_mean["m"] < max(1e-2 * np.sqrt(s_mean["q"]),
+                                                                           3 * errors["m"] if k > 1 else 0.0):
+        status, message = Status.collapsed, "m is zero within its error: no distinct positional fixed point"
+    if status == Status.ok and b == Branch.semantic and s_mean["theta"] < max(
+            1e-2 * np.sqrt(s_mean["q"] * setting.rho), 3 * errors["theta"] if k > 1 else 0.0):
+        status, message = Status.collapsed, "theta is zero within its error: no distinct semantic fixed point"
+    if status == Status.ok and (not np.isfinite(E.mean()) or E.mean() < 0):
+        # The training loss is a sum of squares plus a ridge term: a negative value is an iterate that ran away.
+        status, message = Status.diverged, f"negative training loss {E.mean():.3g}"
+    if failures:
+        warnings.append(f"{failures} proximal points above gradient tolerance")
     fp = FixedPoint(
-        alpha=alpha, omega=setting.omega, branch=branch, overlaps=Overlaps(q, m, V, theta),
-        hats=HatOverlaps(*(float(v) for v in hm)), train_loss=float(E.mean()), test_error=te, errors=errors,
-        converged=converged, iterations=iters, residual=float(residual), status=status,
-        n_points=2**prec.log2_points * k, n_replicas=k,
-        seconds=time.perf_counter() - t0, precision=prec.name, setting=setting.to_dict(),
+        alpha=alpha, omega=setting.omega, branch=branch, overlaps=mean, hats=hmean, train_loss=float(E.mean()),
+        test_error=te, errors=errors, iterations=iters, residual=float(residual), status=status,
+        warnings=tuple(warnings), message=message, n_points=2**prec.log2_points * k, n_replicas=k, seconds=seconds(),
+        precision=prec.name, setting=setting.to_dict(),
     )
-    if newton_matrix is not None and converged and status == "ok":
-        fp._newton_matrix = newton_matrix  # not a dataclass field: kept out of serialisation
+    if nm is not None and status == Status.ok:
+        fp._extra["newton_matrix"] = nm  # not serialised: a solver hint for continuation
     return fp
 
 
 def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,
-              inits: dict | None = None) -> dict[str, FixedPoint]:
+              inits: dict | None = None, *, kernel: str = "auto") -> dict[str, FixedPoint]:
     inits = inits or {}
-    return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed) for b in BRANCHES}
+    return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel) for b in BRANCHES}
 
 
 def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
@@ -391,16 +362,17 @@ def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
         cands = [p for p in points.values() if p.valid]
     if not cands:
         raise ValueError("no branch converged to a valid fixed point")
-    best = min(cands, key=lambda p: p.train_loss)
-    return best
+    return min(cands, key=lambda p: p.train_loss)
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
-                seed: int = 0) -> list[FixedPoint]:
-    """Follow one branch along alpha by continuation: each solve starts from the last.
+                seed: int = 0, *, kernel: str = "auto") -> list[FixedPoint]:
+    """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
+    if that one is valid, else from the default start.
 
     Returned in ascending alpha.  The semantic branch is followed downward from the largest alpha (it
-    exists at large alpha and ends at a spinodal), the others upward."""
+    exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
+    alpha's FixedPoint (with its status); it never stops the curve."""
     check_branch(branch)
     alphas = sorted(check_alpha(a) for a in alphas)
     out: list[FixedPoint] = []
@@ -408,10 +380,10 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     order = alphas[::-1] if branch == "semantic" else alphas
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
-        fp = solve(setting, a, branch, precision, init=init, seed=seed)
+        fp = solve(setting, a, branch, precision, init=init, seed=seed, kernel=kernel)
         if not fp.valid and init is not None:
-            # Continuation can fail where the previous point was far; retry from the study's start.
-            retry = solve(setting, a, branch, precision, init=None, seed=seed)
+            # Continuation can fail where the previous point was far; retry from the default start.
+            retry = solve(setting, a, branch, precision, init=None, seed=seed, kernel=kernel)
             if retry.valid:
                 fp = retry
         out.append(fp)

@@ -1,0 +1,226 @@
+"""Where the semantic and positional branches end, located by the condition that fits each end.
+
+Both branches break a Z2 symmetry of the equations (theta -> -theta on the semantic branch, m -> -m on the
+positional one), so each leaves the agnostic point (theta = m = 0) at a pitchfork: where the derivative of the
+order parameter's image with respect to the order parameter, at the agnostic fixed point, equals 1.  That slope
+is smooth and cheap (the adapter computes it exactly for every scrambling by a likelihood-ratio identity), so
+the pitchfork is root-found directly.  Whether the branch ends there (supercritical pitchfork: the order
+parameter goes continuously to 0) or turns back at a fold first (subcritical) is decided by following the
+branch from the pitchfork with pseudo-arclength continuation of the desingularised equations (the order
+parameter's equation divided by the order parameter), which passes folds.
+
+Each end is located for every scrambling of the integration points (the other scramblings re-use the first
+one's Newton matrix); its interval is the Student-t 99% interval of the mean over scramblings plus the
+location tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attnphase.setting import Setting
+from attnphase.theory import _branch_map as bm
+from attnphase.theory.continuation import (
+    BranchEnd,
+    Path,
+    arclength,
+    classify_end,
+    desingularised,
+    locate_pitchfork,
+    newton,
+    refine_fold,
+)
+from attnphase.theory.curves import Critical, spread_halfwidth
+from attnphase.theory.state_evolution import Precision, get_precision
+
+# Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
+# below (it is followed from its pitchfork at small alpha up to where it vanishes, if it does).
+SIDE = {"semantic": "lower", "positional": "upper"}
+# Where to look for the pitchfork first (Newton starts there; the slope is monotone in alpha in all
+# settings measured).
+ALPHA_GUESS = {"semantic": 0.7, "positional": 0.1}
+
+
+@dataclass
+class EndResult:
+    """The end of one branch.  ``critical``: the end as a record (kind pitchfork / fold / not in range);
+    ``pitchfork``: the pitchfork from the agnostic point (value and interval over scramblings), also when the
+    end is a fold; ``path``: (q, V, t, alpha) along the branch from the pitchfork (first scrambling);
+    ``unstable``: the part of it between the pitchfork and the fold (empty for a supercritical pitchfork)."""
+
+    branch: str
+    critical: Critical
+    pitchfork: Critical
+    path: np.ndarray = field(default_factory=lambda: np.empty((0, 4)))
+    unstable: np.ndarray = field(default_factory=lambda: np.empty((0, 4)))
+    per_scrambling: list[float] = field(default_factory=list)
+    evaluations: int = 0
+    order_name: str = ""
+
+
+def _agnostic_start(setting: Setting, alpha: float, branch: str, z: np.ndarray) -> tuple[np.ndarray, int]:
+    """The agnostic fixed point (q, V) at alpha: a few damped steps from the study's start, then Newton."""
+    y = np.array([0.05, 15.0])
+    n = 0
+    for _ in range(6):
+        y = 0.5 * y + 0.5 * bm.symmetric_map(setting, alpha, branch, z, y).gy
+        n += 1
+
+    def F(u: np.ndarray) -> np.ndarray:
+        return (bm.symmetric_map(setting, alpha, branch, z, u).gy - u) / np.abs(y)
+
+    r = newton(F, y, [0, 1], 1e-3 * np.abs(y), tol=1e-9, accept=1e-5, max_iter=15)
+    return r.u, n + r.iterations
+
+
+def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float,
+               precision: str | Precision = "fast", seed: int = 0, tol: float = 1e-6,
+               follow: bool = True) -> EndResult:
+    """The end of ``branch`` ("semantic": where it appears; "positional": where it vanishes) in
+    [alpha_min, alpha_max], classified and located, with an interval over scramblings."""
+    prec = get_precision(precision)
+    side = SIDE[branch]
+    name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_vanishes"
+    # The path: half the points, mirrored (the cost per map evaluation of a plain solve); it only classifies.
+    # The pitchfork, which is the reported value, takes 4x more: its Newton needs few evaluations.
+    log2 = max(prec.log2_points - 1, 6)
+    log2_p = min(prec.log2_points + 1, 22)
+    R = max(prec.replicas, 3)
+    n_eval = 0
+
+    def S_for(z):
+        def S(y, alpha):
+            v = bm.symmetric_map(setting, alpha, branch, z, y)
+            return v.gy, v.slope
+        return S
+
+    def G_for(z):
+        def G(y, t, alpha):
+            v = bm.branch_map(setting, alpha, branch, z, y, t)
+            return v.gy, v.gt
+        return G
+
+    # --- the pitchfork, for every scrambling
+    z0 = bm.symmetric_points(log2, 0, seed, branch)
+    y0, k = _agnostic_start(setting, ALPHA_GUESS[branch], branch, z0)
+    y0 = np.abs(y0)
+    n_eval += k
+    y_scale = np.abs(y0)
+    p_step = 1e-3
+    pfs = []
+    J = None
+    for rep in range(R):
+        z = bm.symmetric_points(log2_p, rep, seed, branch)
+        start_y, start_a = (y0, ALPHA_GUESS[branch]) if rep == 0 else (pfs[0].y, pfs[0].p)
+        pf = locate_pitchfork(S_for(z), start_y, start_a, y_scale=y_scale, p_step=p_step, tol=tol, jacobian=J,
+                              accept=1e-4, max_iter=20)
+        n_eval += pf.evaluations
+        if not pf.converged:
+            if rep == 0:
+                pc = Critical.missing(f"{branch}_pitchfork", "failed", f"pitchfork not located: {pf.message}",
+                                      "Newton on slope = 1")
+                return EndResult(branch, Critical.missing(name, "failed", pc.reason), pc, evaluations=n_eval)
+            continue
+        J = pf.jacobian
+        pfs.append(pf)
+    alphas = [pf.p for pf in pfs]
+    a_p = float(np.mean(alphas))
+    half = spread_halfwidth(alphas) + 10 * tol
+    method = f"slope of the {bm.ORDER_NAME[branch]} map at the agnostic point = 1 (Newton), {len(pfs)} scramblings"
+    pitch = Critical(f"{branch}_pitchfork", a_p, a_p - half, a_p + half, "pitchfork", method)
+    if not follow:
+        return EndResult(branch, pitch, pitch, per_scrambling=alphas, evaluations=n_eval,
+                         order_name=bm.ORDER_NAME[branch])
+
+    # --- the branch from the pitchfork (first scrambling): pitchfork or fold?
+    pf0 = pfs[0]
+    q0 = float(pf0.y[0])
+    t_scale = np.sqrt(q0 * setting.rho) if branch == "semantic" else np.sqrt(q0)
+    # Arclength metric: typical sizes along the whole branch (q grows ~10x from a pitchfork at small alpha).
+    scale = np.array([max(y_scale[0], 0.05), y_scale[1], max(t_scale, 0.1), 1.0])
+    # G_t / t is grainy for t below a few per cent of its scale: interpolate there (desingularised()).
+    t_min = 0.05 * t_scale
+    F0 = desingularised(G_for(z0), S_for(z0), 0.1 * y_scale, t_min=t_min)
+    u0 = np.array([pf0.y[0], pf0.y[1], 0.0, pf0.p])
+
+    def stop(u: np.ndarray) -> str | None:
+        if u[3] > alpha_max + 0.05 or u[3] < max(alpha_min - 0.2, 1e-3):
+            return "left the alpha range"
+        if branch == "semantic" and u[2] ** 2 >= 0.95 * u[0] * setting.rho:
+            return "theta reached its bound"
+        if u[2] < 0:
+            return "order parameter changed sign"
+        return None
+
+    path = arclength(F0, u0, np.array([0.0, 0.0, 1.0, 0.0]), scale=scale, ds=0.2, ds_max=1.0, tol=3e-4,
+                     accept=3e-3, max_steps=30, stop=stop)
+    n_eval += path.evaluations
+    end: BranchEnd = classify_end(path, side)
+    if end.kind in ("pitchfork", "none"):
+        left = path.message in ("left the alpha range", "theta reached its bound")
+        if end.kind == "none" and not left:
+            crit = Critical.missing(name, "failed", f"continuation of the {branch} branch from its pitchfork at "
+                                    f"alpha = {a_p:.4g} stopped at alpha = {path.u[-1, 3]:.3g} ({path.message}) "
+                                    f"before turning back or leaving the range", "pseudo-arclength continuation")
+        elif branch == "positional" or end.kind == "none":
+            # A supercritical pitchfork is where the positional branch *appears*; it vanishes only at a fold.
+            crit = Critical.missing(name, "not in range", f"the {branch} branch leaves the agnostic point at a "
+                                    f"pitchfork at alpha = {a_p:.4g} and does not turn back up to alpha = "
+                                    f"{path.u[-1, 3]:.3g} ({path.message})", "pseudo-arclength continuation")
+        elif not alpha_min <= a_p <= alpha_max:
+            crit = Critical.missing(name, "not in range", f"pitchfork at alpha = {a_p:.4g} outside "
+                                    f"[{alpha_min:g}, {alpha_max:g}]", method)
+        else:
+            crit = Critical(name, a_p, pitch.lo, pitch.hi, "pitchfork",
+                            method + "; supercritical (branch followed by pseudo-arclength continuation)")
+        return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
+                         order_name=bm.ORDER_NAME[branch])
+    # A fold: refine per scrambling on the first scrambling's path.  A turn that most scramblings do not
+    # confirm, or that does not lie clearly below the pitchfork, is a wiggle of the integration noise (the
+    # desingularised equation G_t / t is noisiest next to the pitchfork): the end is then the pitchfork.
+    folds = []
+    for rep in range(R):
+        z = z0 if rep == 0 else bm.symmetric_points(log2, rep, seed, branch)
+        Fr = F0 if rep == 0 else desingularised(G_for(z), S_for(z), 0.1 * y_scale, t_min=t_min)
+        tp = refine_fold(Fr, path, end.fold, scale=scale, tol=1e-4, accept=3e-3, max_rounds=3 if rep == 0 else 2)
+        n_eval += 1
+        if tp.confirmed:
+            folds.append(tp.p)
+    a_f = float(np.mean(folds)) if folds else float("nan")
+    half_f = spread_halfwidth(folds) + max(end.fold.interpolation, 1e-4) if len(folds) > 1 else float("inf")
+    beyond = a_f + half_f < pitch.lo if side == "lower" else a_f - half_f > pitch.hi
+    if len(folds) < max(2, (R + 1) // 2) or not beyond:
+        note = (f"a turn of the followed branch at alpha = {end.fold.p:.4g} was not confirmed by the other "
+                f"scramblings ({len(folds)} of {R}) or not clearly beyond the pitchfork: taken as integration noise")
+        if branch == "positional":
+            crit = Critical.missing(name, "not in range", note, "pseudo-arclength continuation")
+        elif not alpha_min <= a_p <= alpha_max:
+            crit = Critical.missing(name, "not in range", f"pitchfork at alpha = {a_p:.4g} outside "
+                                    f"[{alpha_min:g}, {alpha_max:g}]; {note}", method)
+        else:
+            crit = Critical(name, a_p, pitch.lo, pitch.hi, "pitchfork", method + "; " + note)
+        return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
+                         order_name=bm.ORDER_NAME[branch])
+    fmethod = (f"fold of the branch followed by pseudo-arclength continuation from a subcritical pitchfork at "
+               f"alpha = {a_p:.4g}; parabola vertex refined per scrambling ({len(folds)} of {R})")
+    if not alpha_min <= a_f <= alpha_max:
+        crit = Critical.missing(name, "not in range", f"fold at alpha = {a_f:.4g} outside [{alpha_min:g}, "
+                                f"{alpha_max:g}]", fmethod)
+    else:
+        crit = Critical(name, a_f, a_f - half_f, a_f + half_f, "fold", fmethod)
+    return EndResult(branch, crit, pitch, path=path.u, unstable=end.unstable, per_scrambling=folds,
+                     evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
+
+
+def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, float]]:
+    """Rows (alpha, q, V, m, theta) of the unstable part (or the whole path) for drawing."""
+    rows = end.unstable if part == "unstable" else end.path
+    t_name = end.order_name or ("theta" if end.branch == "semantic" else "m")
+    other = "m" if t_name == "theta" else "theta"
+    return [{"alpha": float(u[3]), "q": float(u[0]), "V": float(u[1]), t_name: float(u[2]), other: 0.0}
+            for u in rows]
+
+
+__all__ = ["EndResult", "Path", "branch_end", "path_as_overlaps"]

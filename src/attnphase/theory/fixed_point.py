@@ -1,0 +1,198 @@
+"""A generic fixed-point solver: Anderson acceleration with safeguards, and a frozen-Jacobian (chord) Newton.
+
+It knows nothing of the physics: it gets a map x -> (G(x), aux) on a flat vector, predicates for
+admissibility / collapse / divergence, and returns a :class:`SolverResult` with a machine-readable status.
+A map that cannot be evaluated at x raises :class:`Inadmissible`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+
+class Status(StrEnum):
+    """Outcome of a solve.  Only ``ok`` is a result; the others keep their numbers for diagnosis only."""
+
+    ok = "ok"
+    not_converged = "not_converged"
+    collapsed = "collapsed"  # the iterate flowed to another (more symmetric) branch
+    diverged = "diverged"  # the iterate ran off to infinity or to an unphysical point
+    inadmissible = "inadmissible"  # the map cannot be evaluated (left the admissible set)
+
+
+class Inadmissible(ValueError):
+    """The map cannot be evaluated at this point (e.g. a matrix that must be positive definite is not)."""
+
+
+Map = Callable[[np.ndarray], tuple[np.ndarray, Any]]
+Predicate = Callable[[np.ndarray], bool]
+Scale = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass
+class SolverResult:
+    x: np.ndarray  # last image G(x) (the fixed point when ok)
+    status: Status
+    warnings: tuple[str, ...] = ()
+    nit: int = 0  # map evaluations
+    residual: float = float("inf")
+    message: str = ""
+    aux: Any = None  # the map's side output at the returned point
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def converged(self) -> bool:
+        return self.status == Status.ok
+
+
+def default_scale(x: np.ndarray) -> np.ndarray:
+    """Per-coordinate size for relative residuals: max(|x|, 1e-3)."""
+    return np.maximum(np.abs(x), 1e-3)
+
+
+def relative_residual(x: np.ndarray, gx: np.ndarray, scale: Scale | None = None) -> tuple[np.ndarray, float]:
+    """G(x) - x and its size max |G(x) - x| / scale(x) (default max(|x|, 1e-3))."""
+    r = gx - x
+    if r.size == 0:
+        return r, 0.0
+    return r, float(np.max(np.abs(r) / (scale or default_scale)(x)))
+
+
+def _true(x: np.ndarray) -> bool:
+    return True
+
+
+def _false(x: np.ndarray) -> bool:
+    return False
+
+
+def _evaluate(fmap: Map, x: np.ndarray) -> tuple[np.ndarray, Any]:
+    gx, aux = fmap(x)
+    if not np.all(np.isfinite(gx)):
+        raise Inadmissible("the map returned non-finite values")
+    return gx, aux
+
+
+def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate = _true,
+             collapsed: Predicate = _false, diverged: Predicate = _false, depth: int = 5, mixing: float = 0.5,
+             far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10, accept: float = 0.0,
+             stagnation: int = 12, scale: Scale | None = None) -> SolverResult:
+    """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
+
+    - Far from the fixed point (residual > far) the first far_steps steps are damped (Anderson extrapolates
+      wildly there and can throw the iterate into another branch's basin).
+    - A step outside the admissible set (predicate, or G raising Inadmissible) is replaced by a damped one.
+    - If the residual stalls at or below `accept` for `stagnation` iterations (the map is piecewise constant at
+      the scale of one integration point changing basin), the best iterate is accepted with a warning.
+    - collapsed(x): the branch's order parameter has decayed (the iterate flows to a more symmetric point).
+    - diverged(x): the iterate runs away.
+    - scale(x): per-coordinate sizes for the relative residual and Anderson's weighting (default max(|x|, 1e-3)).
+    """
+    scale = scale or default_scale
+    x = np.array(x0, dtype=float)
+    n = x.size
+    X_hist: list[np.ndarray] = []
+    R_hist: list[np.ndarray] = []
+    res = np.inf
+    gx = aux = None
+    damping = mixing
+    best: tuple = (np.inf, 0, None, None)
+    for it in range(1, max_iter + 1):
+        try:
+            gx, aux = _evaluate(fmap, x)
+        except Inadmissible as exc:
+            if X_hist:
+                x = X_hist[-1].copy()
+                X_hist.clear()
+                R_hist.clear()
+                damping *= 0.5
+                continue
+            return SolverResult(x, Status.inadmissible, (), it, np.inf, str(exc), aux)
+        r, res = relative_residual(x, gx, scale)
+        if diverged(gx):
+            return SolverResult(gx, Status.diverged, (), it, res, "the iterate ran away", aux)
+        if res < tol:
+            return SolverResult(gx, Status.ok, (), it, res, "", aux)
+        if res < best[0]:
+            best = (res, it, gx, aux)
+        elif accept > 0 and it - best[1] >= stagnation and best[0] <= accept:
+            res_b, _, gx_b, aux_b = best
+            return SolverResult(gx_b, Status.ok, (f"accepted at the map's resolution (residual {res_b:.1e})",), it,
+                                res_b, "map resolution", aux_b)
+        X_hist.append(x.copy())
+        R_hist.append(r.copy())
+        if len(X_hist) > depth + 1:
+            X_hist.pop(0)
+            R_hist.pop(0)
+        if collapsed(x):
+            return SolverResult(gx, Status.collapsed, (), it, res, "the branch's order parameter decayed to ~0", aux)
+        if res > far and it <= far_steps:
+            X_hist.clear()
+            R_hist.clear()
+            x = x + far_mixing * r
+            continue
+        if len(X_hist) >= 2 and n > 0:
+            dX = np.array([X_hist[i + 1] - X_hist[i] for i in range(len(X_hist) - 1)]).T
+            dR = np.array([R_hist[i + 1] - R_hist[i] for i in range(len(R_hist) - 1)]).T
+            # Scale by |x| so that small and large coordinates weigh alike.
+            s = scale(x)
+            gamma, *_ = np.linalg.lstsq(dR / s[:, None], r / s, rcond=None)
+            cand = x + damping * r - (dX + damping * dR) @ gamma
+        else:
+            cand = x + damping * r
+        if not admissible(cand):
+            cand = x + 0.2 * r
+            X_hist.clear()
+            R_hist.clear()
+        x = cand
+    out = gx if gx is not None else x
+    return SolverResult(out, Status.not_converged, (), max_iter, res, "maximum number of iterations reached", aux)
+
+
+def jacobian(fmap: Map, x: np.ndarray, rel_step: float = 1e-3) -> tuple[np.ndarray, int]:
+    """Forward-difference Jacobian of G (common random points make it smooth enough)."""
+    g0 = _evaluate(fmap, x)[0]
+    J = np.empty((x.size, x.size))
+    for j in range(x.size):
+        xp = x.copy()
+        h = rel_step * max(abs(x[j]), 1e-3)
+        xp[j] += h
+        J[:, j] = (_evaluate(fmap, xp)[0] - g0) / h
+    return J, x.size + 1
+
+
+def newton_matrix(J: np.ndarray) -> np.ndarray | None:
+    """(I - J)^{-1}, or None if it is (nearly) singular (e.g. a neutral direction of the map)."""
+    A = np.eye(len(J)) - J
+    if len(J) == 0:
+        return A
+    if np.linalg.cond(A) > 1e10:
+        return None
+    return np.linalg.inv(A)
+
+
+def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter: int = 8,
+          admissible: Predicate = _true, scale: Scale | None = None) -> SolverResult | None:
+    """Newton on G(x) - x with a frozen Jacobian from a nearby problem.  None if the residual stops falling."""
+    x = np.array(x0, dtype=float)
+    prev = np.inf
+    for it in range(1, max_iter + 1):
+        try:
+            gx, aux = _evaluate(fmap, x)
+        except Inadmissible:
+            return None
+        r, res = relative_residual(x, gx, scale)
+        if res < tol:
+            return SolverResult(gx, Status.ok, (), it, res, "", aux)
+        if res > 0.5 * prev:
+            return None
+        prev = res
+        x = x + matrix @ r
+        if not admissible(x):
+            return None
+    return None

@@ -1,0 +1,75 @@
+"""The proximal map, one protocol over all integration points at once.
+
+At each point i find the global minimiser over h in R^{L x r} of
+
+    F(h) = sum_l (1/2) (h_l - w_l)^T Vinv (h_l - w_l) + (sigma2/2) sum_{l,k} (S_lk(h) - T_lk)^2,
+
+S the row-wise softmax of the scores h_l . h_k, T the target attention (rows sum to 1).  Every
+implementation has the signature
+
+    kernel(w: (n, L, r), T: (n, L, L), Vinv: (r, r), sigma2: float, starts: (n, S, L, r) | None) -> ProxOutput
+
+and returns an object with ``h`` (n, L, r), ``value`` (n,) = min_h F (the Moreau envelope), ``converged`` (n,)
+bool (gradient below tolerance) and ``grad_norm`` (n,).  Implementations:
+
+- ``l2r1``: the compiled two-dimensional Newton kernel (L = 2, r = 1; for two tokens the loss depends on T
+  only through its diagonal and V is a scalar);
+- ``general``: the compiled batched kernel for any L, r (module ``general``);
+- ``reference``: scipy from many starts, slow and obviously correct (tests only).
+
+``prox(..., kernel="auto")`` picks ``l2r1`` where it applies and ``general`` otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+KERNELS = ("auto", "l2r1", "general", "reference")
+
+
+@runtime_checkable
+class ProxOutput(Protocol):
+    h: np.ndarray
+    value: np.ndarray
+    converged: np.ndarray
+    grad_norm: np.ndarray
+
+
+def check_inputs(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    w = np.ascontiguousarray(w, dtype=float)
+    T = np.ascontiguousarray(T, dtype=float)
+    Vinv = np.ascontiguousarray(np.atleast_2d(Vinv), dtype=float)
+    if w.ndim != 3 or T.shape != (w.shape[0], w.shape[1], w.shape[1]) or Vinv.shape != (w.shape[2], w.shape[2]):
+        raise ValueError(f"prox: shapes w {w.shape}, T {T.shape}, Vinv {Vinv.shape} do not fit (n, L, r), "
+                         "(n, L, L), (r, r)")
+    return w, T, Vinv
+
+
+def choose_kernel(L: int, r: int, kernel: str = "auto") -> str:
+    if kernel not in KERNELS:
+        raise ValueError(f"prox kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if kernel == "auto":
+        return "l2r1" if (L == 2 and r == 1) else "general"
+    if kernel == "l2r1" and not (L == 2 and r == 1):
+        raise ValueError(f"the l2r1 prox kernel needs L = 2, r = 1, got L = {L}, r = {r}")
+    return kernel
+
+
+def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
+         *, kernel: str = "auto", gtol: float = 1e-9) -> ProxOutput:
+    """Global minimiser of F at every point with the chosen implementation (see the module docstring)."""
+    w, T, Vinv = check_inputs(w, T, Vinv)
+    name = choose_kernel(w.shape[1], w.shape[2], kernel)
+    if name == "l2r1":
+        from attnphase.theory.prox.l2r1 import prox_l2r1
+
+        return prox_l2r1(w, T, Vinv, float(sigma2), starts, gtol=gtol)
+    if name == "general":
+        from attnphase.theory.prox.general import prox_general
+
+        return prox_general(w, T, Vinv, float(sigma2), starts, gtol=gtol)
+    from attnphase.theory.prox.reference import prox_reference
+
+    return prox_reference(w, T, Vinv, float(sigma2), starts, gtol=gtol)

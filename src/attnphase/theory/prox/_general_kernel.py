@@ -1,0 +1,337 @@
+"""Compiled (numba) core of the general proximal solver: value, gradient and Hessian of
+
+    F(h) = sum_l (1/2)(h_l - w_l)^T Vinv (h_l - w_l) + (sigma2/2) sum_{l,k} (S_lk(h) - T_lk)^2,
+    S = row-wise softmax of the scores Z = h h^T,
+
+and a safeguarded Newton method run from every start of every point, keeping the lowest objective.
+
+h (L x r) is stored flat, index a * r + alpha.  Derivatives, one softmax row s (with e = s - t,
+ebar = sum_j e_j s_j) at a time:
+    dl/dZ_lk       G_lk = sigma2 s_k (e_k - ebar)
+    d2l/dZ_lk dZ_lm P_km = sigma2 [delta_km s_k v_k - s_k s_m (v_k + v_m - |s|^2)],  v = s + e - ebar
+(P = sigma2 (J J + sum_j e_j Hess s_j) with J = diag(s) - s s^T).  The chain rule through Z_lk = h_l . h_k gives
+    grad_a = sum_k (G_ak + G_ka) h_k,
+    Hess   = (G + G^T) (x) I_r + sum_l D_l^T P^l D_l,  (D_l)_{k,(a,alpha)} = delta_la h_k,alpha + delta_ka h_l,alpha.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+# Scores beyond this are clamped: exp(z - max) is then exactly 0 or 1 (a saturated row), never inf - inf = NaN.
+_ZMAX = 1e300
+# Reassociation and contraction only: NaN and inf must keep their IEEE meaning (saturation, NaN guards).
+_FM = {"nsz", "arcp", "contract", "reassoc"}
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def value(h, w, T, Vinv, sigma2, L, r, S):
+    """F at h; leaves the softmax S(h) in S for derivs."""
+    f = 0.0
+    for a in range(L):
+        for al in range(r):
+            acc = 0.0
+            for be in range(r):
+                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
+            f += 0.5 * (h[a * r + al] - w[a * r + al]) * acc
+    loss = 0.0
+    for l in range(L):
+        mx = -math.inf
+        for k in range(L):
+            z = 0.0
+            for al in range(r):
+                z += h[l * r + al] * h[k * r + al]
+            z = min(max(z, -_ZMAX), _ZMAX)
+            S[l, k] = z
+            if z > mx:
+                mx = z
+        tot = 0.0
+        for k in range(L):
+            e = math.exp(S[l, k] - mx)
+            S[l, k] = e
+            tot += e
+        for k in range(L):
+            S[l, k] /= tot
+            d = S[l, k] - T[l, k]
+            loss += d * d
+    f += 0.5 * sigma2 * loss
+    return f
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
+    """Gradient of F into g and, with order 2, the Hessian into H; S must hold the softmax at h (from value)."""
+    for a in range(L):
+        for al in range(r):
+            acc = 0.0
+            for be in range(r):
+                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
+            g[a * r + al] = acc
+    for l in range(L):
+        ebar = 0.0
+        for k in range(L):
+            ebar += (S[l, k] - T[l, k]) * S[l, k]
+        for k in range(L):
+            G[l, k] = sigma2 * S[l, k] * ((S[l, k] - T[l, k]) - ebar)
+    for a in range(L):
+        for k in range(L):
+            c = G[a, k] + G[k, a]
+            for al in range(r):
+                g[a * r + al] += c * h[k * r + al]
+    if order == 2:
+        hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
+    """Hessian of F into H; S and G must hold the softmax and dl/dZ at h (from value and derivs)."""
+    N = L * r
+    for i in range(N):
+        for j in range(N):
+            H[i, j] = 0.0
+    for a in range(L):
+        for al in range(r):
+            for be in range(r):
+                H[a * r + al, a * r + be] += Vinv[al, be]
+        for b in range(L):
+            c = G[a, b] + G[b, a]
+            for al in range(r):
+                H[a * r + al, b * r + al] += c
+    for l in range(L):
+        # P^l = sigma2 [diag(a) - a s^T - s a^T + |s|^2 s s^T], a = s * v: applied without forming it.
+        ebar = 0.0
+        ss = 0.0
+        for k in range(L):
+            ebar += (S[l, k] - T[l, k]) * S[l, k]
+            ss += S[l, k] * S[l, k]
+        for k in range(L):
+            P[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)  # a_k (row 0 of the workspace)
+        for al in range(r):
+            sh = 0.0
+            ah = 0.0
+            for k in range(L):
+                sh += S[l, k] * h[k * r + al]
+                ah += P[0, k] * h[k * r + al]
+            for b in range(L):
+                u[b, al] = sigma2 * (P[0, b] * (h[b * r + al] - sh) - S[l, b] * (ah - ss * sh))
+        for al in range(r):
+            for be in range(r):
+                hl_be = h[l * r + be]
+                acc = 0.0
+                for k in range(L):
+                    acc += h[k * r + al] * u[k, be]
+                H[l * r + al, l * r + be] += acc
+                for b in range(L):
+                    c = u[b, al] * hl_be
+                    H[l * r + al, b * r + be] += c
+                    H[b * r + be, l * r + al] += c
+        for a in range(L):
+            sa = S[l, a]
+            aa = P[0, a]
+            for b in range(L):
+                pab = sigma2 * (ss * sa * S[l, b] - aa * S[l, b] - sa * P[0, b])
+                if a == b:
+                    pab += sigma2 * aa
+                for al in range(r):
+                    c = pab * h[l * r + al]
+                    for be in range(r):
+                        H[a * r + al, b * r + be] += c * h[l * r + be]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def fgh(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
+    """F at h; with order >= 1 also the gradient into g, with order 2 the Hessian into H."""
+    f = value(h, w, T, Vinv, sigma2, L, r, S)
+    if order >= 1:
+        derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H)
+    return f
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _chol_solve(H, g, N, floor, C, p):
+    """p = -(H + tau I)^{-1} g with the smallest tau in {0, -min diag + floor, doubling} that makes H + tau I
+    positive definite (Cholesky succeeds with pivots above floor). Returns tau."""
+    mind = math.inf
+    for i in range(N):
+        if H[i, i] < mind:
+            mind = H[i, i]
+    tau = 0.0 if mind > floor else floor - mind
+    for _try in range(200):
+        ok = True
+        for i in range(N):
+            for j in range(i + 1):
+                acc = H[i, j] + (tau if i == j else 0.0)
+                for k in range(j):
+                    acc -= C[i, k] * C[j, k]
+                if i == j:
+                    if acc <= floor:
+                        ok = False
+                        break
+                    C[i, i] = math.sqrt(acc)
+                else:
+                    C[i, j] = acc / C[j, j]
+            if not ok:
+                break
+        if ok:
+            break
+        tau = max(2.0 * tau, floor)
+    # forward/back substitution: C C^T p = -g
+    for i in range(N):
+        acc = -g[i]
+        for k in range(i):
+            acc -= C[i, k] * p[k]
+        p[i] = acc / C[i, i]
+    for i in range(N - 1, -1, -1):
+        acc = p[i]
+        for k in range(i + 1, N):
+            acc -= C[k, i] * p[k]
+        p[i] = acc / C[i, i]
+    return tau
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht, found, n_found):
+    """Safeguarded Newton from h (modified in place). Returns (F(h), max |grad F(h)|, iterations, duplicate).
+
+    duplicate: the iterate came within 1e-4 (relative) of one of the n_found converged minimisers in found, deep
+    inside its region of quadratic convergence (basins here are O(0.1) wide), so the run was stopped: it would
+    only reproduce that minimiser."""
+    N = L * r
+    f = 0.0
+    gn = math.inf
+    it = 0
+    f = value(h, w, T, Vinv, sigma2, L, r, S)
+    while True:
+        # S holds the softmax at h (from the last accepted value call); the Hessian only once it is needed.
+        derivs(h, w, T, Vinv, sigma2, L, r, 1, S, G, P, u, g, H)
+        gn = 0.0
+        for i in range(N):
+            gn = max(gn, abs(g[i]))
+        if not (gn >= gtol) or it >= max_iter:  # also stops on NaN
+            break
+        for k in range(n_found):
+            dist = 0.0
+            size = 1.0
+            for i in range(N):
+                dist = max(dist, abs(h[i] - found[k, i]))
+                size = max(size, abs(found[k, i]))
+            if dist < 1e-4 * size:
+                return f, gn, it, True
+        it += 1
+        hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
+        tau = _chol_solve(H, g, N, floor, C, p)
+        if tau == 0.0 and gn < 1e-7:
+            # Round-off regime: F changes only in its last digits, so an Armijo test could stall; the Hessian is
+            # positive definite, so the plain Newton step converges quadratically.
+            for i in range(N):
+                h[i] += p[i]
+            f = value(h, w, T, Vinv, sigma2, L, r, S)
+            continue
+        slope = 0.0
+        for i in range(N):
+            slope += g[i] * p[i]
+        t = 1.0
+        accepted = False
+        for _ls in range(60):
+            for i in range(N):
+                ht[i] = h[i] + t * p[i]
+            fn = value(ht, w, T, Vinv, sigma2, L, r, S)
+            if fn <= f + 1e-4 * t * slope:
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            break
+        f = fn
+        for i in range(N):
+            h[i] = ht[i]
+    return f, gn, it, False
+
+
+@numba.njit(cache=True, parallel=True)
+def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
+    """Newton from every finite start of every point; keep the lowest F.
+
+    w (n, N), T (n, L, L), starts (n, S, N) flat. Returns h (n, N), value, grad_norm, winner (index of the start
+    that gave the kept minimiser, -1 if no start was finite), iterations summed over starts.
+    """
+    n = w.shape[0]
+    N = w.shape[1]
+    L = T.shape[1]
+    r = N // L
+    n_starts = starts.shape[1]
+    out_h = np.empty((n, N))
+    out_val = np.full(n, np.nan)
+    out_gn = np.full(n, np.nan)
+    out_win = np.full(n, -1, dtype=np.int64)
+    out_it = np.zeros(n, dtype=np.int64)
+    # Smallest curvature allowed in the shifted Hessian: a fraction of the quadratic term's.
+    tr = 0.0
+    for al in range(r):
+        tr += Vinv[al, al]
+    floor = 1e-3 * tr / r
+    n_blocks = (n + block - 1) // block
+    for b in numba.prange(n_blocks):
+        S = np.empty((L, L))
+        G = np.empty((L, L))
+        P = np.empty((L, L))
+        u = np.empty((L, r))
+        g = np.empty(N)
+        H = np.empty((N, N))
+        C = np.empty((N, N))
+        p = np.empty(N)
+        ht = np.empty(N)
+        h = np.empty(N)
+        found = np.empty((n_starts, N))
+        for i in range(b * block, min(n, (b + 1) * block)):
+            best = math.inf
+            n_found = 0
+            for s in range(n_starts):
+                finite = True
+                for j in range(N):
+                    h[j] = starts[i, s, j]
+                    if not math.isfinite(h[j]):
+                        finite = False
+                if not finite:
+                    continue
+                f, gn, it, dup = newton(h, w[i], T[i], Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
+                                        C, p, ht, found, n_found)
+                out_it[i] += it
+                if dup:
+                    continue
+                if gn < gtol:
+                    for j in range(N):
+                        found[n_found, j] = h[j]
+                    n_found += 1
+                if f < best:
+                    best = f
+                    out_val[i] = f
+                    out_gn[i] = gn
+                    out_win[i] = s
+                    for j in range(N):
+                        out_h[i, j] = h[j]
+            if out_win[i] < 0:
+                for j in range(N):
+                    out_h[i, j] = np.nan
+    return out_h, out_val, out_gn, out_win, out_it
+
+
+@numba.njit(cache=True)
+def derivatives(h, w, T, Vinv, sigma2):
+    """F, grad F and Hess F at each point (for the finite-difference tests). h, w (n, N)."""
+    n, N = h.shape
+    L = T.shape[1]
+    r = N // L
+    val = np.empty(n)
+    grad = np.empty((n, N))
+    hess = np.empty((n, N, N))
+    for i in range(n):
+        S = np.empty((L, L))
+        G = np.empty((L, L))
+        P = np.empty((L, L))
+        u = np.empty((L, r))
+        val[i] = fgh(h[i], w[i], T[i], Vinv, sigma2, L, r, 2, S, G, P, u, grad[i], hess[i])
+    return val, grad, hess

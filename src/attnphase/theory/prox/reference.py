@@ -1,0 +1,66 @@
+"""Slow, obviously correct proximal map: L-BFGS (scipy) from many starts, one point at a time.
+
+For tests and for holding the compiled kernels to account, never for fixed points.  Starts: w, -w, the
+given extra starts, and random ones scaled like w and like the loss's own zeros (O(1) scores).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from attnphase.theory.attention import attention_loss, attention_loss_grad
+
+
+@dataclass
+class ReferenceResult:
+    h: np.ndarray
+    value: np.ndarray
+    converged: np.ndarray
+    grad_norm: np.ndarray
+
+
+def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float) -> np.ndarray:
+    """F(h) at every point: h, w (n, L, r), T (n, L, L)."""
+    d = h - w
+    return 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d) + attention_loss(h, T, sigma2)
+
+
+def objective_grad(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float):
+    d = h - w
+    val, g = attention_loss_grad(h, T, sigma2)
+    return val + 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d), g + d @ Vinv
+
+
+def prox_reference(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
+                   *, gtol: float = 1e-9, n_random: int = 24, seed: int = 0) -> ReferenceResult:
+    n, L, r = w.shape
+    rng = np.random.default_rng(seed)
+    out_h = np.empty_like(w)
+    out_v = np.empty(n)
+    out_g = np.empty(n)
+    for i in range(n):
+        wi, Ti = w[i:i + 1], T[i:i + 1]
+
+        def fg(x, wi=wi, Ti=Ti):
+            v, g = objective_grad(x.reshape(1, L, r), wi, Ti, Vinv, sigma2)
+            return float(v[0]), g.reshape(-1)
+
+        cands = [wi[0], -wi[0]]
+        if starts is not None:
+            cands.extend(starts[i])
+        scale = max(1.0, float(np.abs(wi).max()))
+        cands.extend(rng.normal(0.0, 1.5, (n_random // 2, L, r)))
+        cands.extend(rng.normal(0.0, scale, (n_random - n_random // 2, L, r)))
+        best = None
+        for x0 in cands:
+            res = minimize(fg, np.asarray(x0, dtype=float).reshape(-1), jac=True, method="L-BFGS-B",
+                           options=dict(maxiter=2000, gtol=1e-12, ftol=1e-15))
+            if best is None or res.fun < best.fun:
+                best = res
+        out_h[i] = best.x.reshape(L, r)
+        out_v[i] = best.fun
+        out_g[i] = float(np.abs(fg(best.x)[1]).max())
+    return ReferenceResult(h=out_h, value=out_v, converged=out_g < max(100 * gtol, 1e-6), grad_norm=out_g)

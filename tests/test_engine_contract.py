@@ -1,0 +1,180 @@
+"""Result contract, layout, symmetries and the generic solver of the general engine."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import ortho_group
+
+from attnphase import Setting
+from attnphase.theory import FixedPoint, Overlaps, Status, branch_map, global_minimum, solve
+from attnphase.theory.fixed_point import Inadmissible, anderson
+from attnphase.theory.overlaps import Branch, Layout, canonical_gauge, rotate
+from attnphase.theory.quadrature import gaussian_sobol
+
+# ------------------------------------------------------------------ generic solver on toy maps
+
+
+def test_anderson_converges_on_a_contraction():
+    res = anderson(lambda x: (np.cos(x), None), np.array([0.3, 1.0]), tol=1e-10, max_iter=100)
+    assert res.status == Status.ok and res.converged
+    np.testing.assert_allclose(res.x, 0.7390851332151607, rtol=1e-9)
+
+
+def test_anderson_statuses():
+    grow = anderson(lambda x: (1e7 * (1.0 + x**2), None), np.array([1.0]), tol=1e-8, max_iter=200,
+                    diverged=lambda x: bool(np.abs(x).max() > 1e6))
+    assert grow.status == Status.diverged and not grow.converged
+    slow = anderson(lambda x: (np.cos(x), None), np.array([0.3]), tol=1e-14, max_iter=2)
+    assert slow.status == Status.not_converged
+
+    def bad(x):
+        raise Inadmissible("no")
+
+    assert anderson(bad, np.array([1.0]), tol=1e-8, max_iter=5).status == Status.inadmissible
+    col = anderson(lambda x: (0.5 * x + 1e-3, None), np.array([1.0]), tol=0.0, max_iter=100,
+                   collapsed=lambda x: bool(abs(x[0]) < 1e-2))
+    assert col.status == Status.collapsed
+
+
+# ------------------------------------------------------------------ layout and symmetries
+
+
+@pytest.mark.parametrize("L,r,rs,pos", [(2, 1, 1, "antipodal"), (3, 2, 1, "simplex"), (4, 1, 2, "orthogonal")])
+@pytest.mark.parametrize("branch", list(Branch))
+def test_pack_unpack_round_trip_and_constraints(L, r, rs, pos, branch):
+    s = Setting(L=L, r=r, r_star=rs, positions=pos)
+    lay = Layout.for_setting(s, branch)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=lay.size)
+    o = lay.unpack(x)
+    np.testing.assert_allclose(lay.pack(o), x, atol=1e-12)
+    assert np.allclose(o.q, o.q.T) and np.allclose(o.V, o.V.T)
+    assert np.all(o.m == 0) == (not branch.has_m)
+    assert np.all(o.theta == 0) == (not branch.has_theta)
+    # m lies in the range of G: G's null space is orthogonal to every column.
+    vals, vecs = np.linalg.eigh(s.gram)
+    null = vecs[:, vals < 1e-10]
+    assert np.allclose(null.T @ o.m, 0)
+
+
+def test_canonical_gauge_picks_one_orbit_representative():
+    rng = np.random.default_rng(2)
+    o = Overlaps(q=[[0.3, 0.05], [0.05, 0.1]], m=rng.normal(size=(3, 2)), V=[[10.0, 1.0], [1.0, 12.0]],
+                 theta=rng.normal(size=(2, 2)))
+    c = canonical_gauge(o)
+    for seed in range(5):
+        R = ortho_group.rvs(2, random_state=seed)
+        Rs = ortho_group.rvs(2, random_state=seed + 10)
+        c2 = canonical_gauge(rotate(o, R, Rs))
+        for k in ("q", "m", "V", "theta"):
+            np.testing.assert_allclose(getattr(c2, k), getattr(c, k), atol=1e-12)
+
+
+def test_map_is_equivariant_under_student_rotations():
+    """Q -> Q R is an exact symmetry: the map of rotated overlaps is the rotated map (r = 2, before gauge fixing).
+    Pointwise only with the student noise rotated alike (xi_l -> xi_l R, same Gaussian law)."""
+    from attnphase.theory.channel import update_hatoverlaps
+    from attnphase.theory.prior import update_overlaps
+
+    s = Setting(L=2, r=2, r_star=1)
+    z = gaussian_sobol(10, 6, 3)
+    o = Overlaps(q=[[0.15, 0.02], [0.02, 0.05]], m=[[0.1, 0.03], [-0.1, -0.03]], V=[[12.0, 1.0], [1.0, 18.0]],
+                 theta=[[0.16], [0.02]])
+    R = ortho_group.rvs(2, random_state=4)
+    zr = np.array(z)
+    for l in range(2):
+        zr[2 * l: 2 * l + 2] = R.T @ z[2 * l: 2 * l + 2]
+    a = update_overlaps(s, update_hatoverlaps(s, 1.2, o, z, "free").hats)
+    b = update_overlaps(s, update_hatoverlaps(s, 1.2, rotate(o, R), zr, "free").hats)
+    ra = rotate(a, R)
+    for k in ("q", "m", "V", "theta"):
+        np.testing.assert_allclose(getattr(b, k), getattr(ra, k), rtol=1e-6, atol=1e-9)
+
+
+def test_branch_map_api():
+    s = Setting(L=3)
+    z = gaussian_sobol(10, 6, 0)
+    bm = branch_map(s, 1.0, "semantic", z)
+    assert bm.layout.names() == ["q[0,0]", "V[0,0]", "theta[0,0]"]
+    x = bm.pack(Overlaps(q=0.1, m=np.zeros((3, 1)), V=12.0, theta=0.1))
+    gx = bm(x)
+    assert gx.shape == x.shape and np.all(np.isfinite(gx))
+    with pytest.raises(ValueError, match="rows"):
+        branch_map(s, 1.0, "semantic", gaussian_sobol(10, 4, 0))
+
+
+# ------------------------------------------------------------------ result contract
+
+
+def _fp(status="ok", warnings=(), train_loss=0.1, branch="semantic"):
+    return FixedPoint(alpha=1.0, omega=0.3, branch=branch, overlaps=Overlaps(q=0.1, m=0.0, V=10.0, theta=0.1),
+                      hats=dict(qhat=0.0, mhat=0.0, Vhat=0.0, thetahat=0.0), train_loss=train_loss, test_error=0.01,
+                      errors={"train_loss": 1e-6}, status=status, warnings=warnings)
+
+
+def test_status_and_warnings():
+    ok = _fp(warnings=("12 proximal points above gradient tolerance",))
+    assert ok.converged and ok.valid and ok.status == Status.ok
+    for st in ("not_converged", "collapsed", "diverged", "inadmissible"):
+        p = _fp(status=st)
+        assert not p.converged and not p.valid and p.status == Status(st)
+    # A warning never invalidates: the point with a warning is the global minimum.
+    assert global_minimum({"semantic": ok, "positional": _fp("collapsed", train_loss=0.0, branch="positional")}) is ok
+    # First-version status strings are read.
+    assert _fp("ok (3 proximal points above gradient tolerance)").warnings
+    assert _fp("collapsed to agnostic").status == Status.collapsed
+
+
+def test_to_dict_round_trip_study_and_general():
+    fp = solve(Setting(), 1.5, "semantic", "fast")
+    d = json.loads(json.dumps(fp.to_dict()))
+    assert isinstance(d["q"], float) and isinstance(d["theta"], float) and d["status"] == "ok"
+    back = FixedPoint.from_dict(d)
+    assert back.converged and back.theta_norm == pytest.approx(fp.theta_norm) and back.train_loss == fp.train_loss
+    g = FixedPoint(alpha=1.0, omega=0.3, branch="positional",
+                   overlaps=Overlaps(q=np.eye(2) * 0.1, m=np.ones((3, 2)), V=np.eye(2), theta=np.zeros((2, 1))),
+                   hats=dict(qhat=np.eye(2), mhat=np.ones((3, 2)), Vhat=np.eye(2), thetahat=np.zeros((2, 1))),
+                   train_loss=0.1, test_error=0.2, status="diverged", warnings=("w",))
+    d = json.loads(json.dumps(g.to_dict()))
+    assert d["m"] == [[1.0, 1.0]] * 3 and d["status"] == "diverged" and d["converged"] is False
+    back = FixedPoint.from_dict(d)
+    assert back.status == Status.diverged and back.m.shape == (3, 2) and back.warnings == ("w",)
+
+
+def test_lambda_zero_is_refused():
+    with pytest.raises(ValueError, match="lambda > 0"):
+        solve(Setting(lam=0.0), 1.0, "semantic", "fast")
+
+
+def test_cli_every_alpha_is_a_row(capsys):
+    from attnphase.cli import main
+
+    assert main(["theory", "--alpha", "2,5,20", "--precision", "fast", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert len(rec) == 9 and sorted({r["alpha"] for r in rec}) == [2.0, 5.0, 20.0]
+    for r in rec:
+        assert r["status"] in {s.value for s in Status}
+        assert r["converged"] == (r["status"] == "ok")
+    assert main(["theory", "--lam", "0"]) == 2
+    assert main(["theory", "--positions", "nonsense"]) == 2
+    assert main(["theory", "--L", "3", "--positions", "antipodal"]) == 2
+
+
+def test_cli_general_setting_flags(tmp_path, capsys):
+    from attnphase.cli import main
+
+    G = tmp_path / "gram.csv"
+    np.savetxt(G, np.eye(3), delimiter=",")
+    assert main(["theory", "--L", "3", "--positions", str(G), "--alpha", "1.5", "--branch", "semantic",
+                 "--precision", "fast", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    assert rec["setting"]["L"] == 3 and rec["setting"]["positions"] == np.eye(3).tolist()
+    assert np.shape(rec["m"]) == (3, 1) and np.shape(rec["theta"]) == (1, 1)
+    assert rec["converged"] == (rec["status"] == "ok")
+    assert main(["theory", "--rank", "0"]) == 2
+    assert main(["baseline", "--L", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert np.allclose(np.sum(out["mean_attention"], axis=1), 1.0)
