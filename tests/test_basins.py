@@ -86,11 +86,12 @@ def test_runs_started_at_a_theory_fixed_point_are_classified_as_that_branch(bran
     fp = solve(setting, alpha, branch=branch, precision="fast")
     assert fp.status == "ok"
     points = theory_points(setting, alpha)
-    assert classify(fp.m, fp.theta, points) == branch
+    s = fp.summary()  # the study's scalars: q, |m_1|, |theta|
+    assert classify(s["m"], s["theta"], points) == branch
     pb = sample_dataset(setting, d, alpha, seed=seed, n_test=10, device="cpu")
-    Q0 = _start_at(pb, fp.q, fp.m, fp.theta, setting.sigma)
+    Q0 = _start_at(pb, s["q"], s["m"], s["theta"], setting.sigma)
     start = simulate(setting, d, alpha, Q0=Q0, optimizer="gd", steps=1, lr=1e-12, seed=seed, n_test=10, device="cpu")
-    assert start.m == pytest.approx(fp.m, rel=1e-6) and start.theta == pytest.approx(fp.theta, rel=1e-6)
+    assert start.m == pytest.approx(s["m"], rel=1e-6) and start.theta == pytest.approx(s["theta"], rel=1e-6)
     # trained from there (the basins default: GD steps, then L-BFGS to convergence) it stays in that basin
     res = simulate(setting, d, alpha, Q0=Q0, optimizer="lbfgs", warmup=200, seed=seed, n_test=200, device="cpu")
     assert res.converged

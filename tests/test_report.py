@@ -87,7 +87,7 @@ def test_fixed_point_json_round_trip() -> None:
     back = report.fixed_point_from_json(json.loads(json.dumps(report.fixed_point_to_json(p))))
     assert back.status == p.status and back.valid == p.valid
     assert (back.alpha, back.train_loss) == (p.alpha, p.train_loss)
-    assert np.array_equal(back.m, p.m) and np.array_equal(back.theta, p.theta)  # arrays in the general engine
+    assert np.array_equal(back.m, p.m) and np.array_equal(back.theta, p.theta)
     assert math.isnan(back.errors["q"]) and back.errors["test_error"] == p.errors["test_error"]
 
 
@@ -272,7 +272,7 @@ def test_fixed_points_and_transitions_round_trip_through_the_store(tmp_path: Pat
     with ResultStore(tmp_path / "s.sqlite") as rs:
         cache = theory_jobs.TheoryCache(rs)
         back = cache.get_curve(s, (0.5, 1.0, 1.5), "positional", "fast")
-        assert all(np.array_equal(b.m, p.m) for b, p in zip(back, curve, strict=True))
+        assert all(np.array_equal(a.m, b.m) for a, b in zip(back, curve, strict=True))
         assert [p.status for p in back] == [p.status for p in curve]
         assert cache.get_curve(s, (0.5, 1.0), "positional", "fast") is None  # another continuation path
         assert cache.get_curve(s, (0.5, 1.0, 1.5), "positional", "default") is None

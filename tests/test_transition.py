@@ -271,3 +271,25 @@ def test_solve_curves_is_solve_curve_per_branch() -> None:
         assert p.branch == b and p.train_loss == q.train_loss and p.theta == q.theta
     with pytest.raises(ValueError):
         solve_curves(s, [1.5], ("nope",))
+
+
+def test_positional_slope_guards_the_not_in_range_claim():
+    """At small omega the agnostic point turns stable again in m at large alpha (the positional branch can merge
+    back into it): the slope, checked against a finite difference of the raw map, is below 1 at omega = 0.05 and
+    above 1 at omega = 0.3 (alpha = 2), so only the latter may report 'not in range' for the positional end."""
+    from attnphase.theory import _branch_map as bm
+    from attnphase.theory.branch_ends import _agnostic_start
+    from attnphase.theory.transition import positional_slope
+
+    for omega, below in ((0.05, True), (0.3, False)):
+        s = Setting(omega=omega)
+        slope = positional_slope(s, 2.0)
+        z = bm.symmetric_points(13, 0, 0, "positional")
+        y, _ = _agnostic_start(s, 2.0, "positional", z)
+        y = np.abs(y)
+        # Independent check by a difference quotient of the raw map (odd in m on these mirrored points).  The map's
+        # graininess (points switching basin) makes it noisy at the +-0.3 level here, far from the threshold 1.
+        h = 0.02 * math.sqrt(y[0])
+        fd = bm.branch_map(s, 2.0, "positional", z, y, h).gt / h
+        assert (fd < 1.0) == below, (omega, slope, fd)
+        assert (slope < 1.0) == below, (omega, slope)

@@ -290,10 +290,21 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     if pos_followed or not pos_end.pitchfork.found:
         critical["alpha_pos_vanishes"] = pos_end.critical
     else:
-        critical["alpha_pos_vanishes"] = Critical.missing(
-            "alpha_pos_vanishes", "not in range",
-            f"the positional branch appears at a pitchfork at alpha = {pos_end.pitchfork.value:.4g} and is a valid "
-            f"fixed point at every alpha solved up to {alpha_max:g}", "continuation along the alpha grid")
+        slope_max = positional_slope(setting, alpha_max, precision, seed)
+        if math.isfinite(slope_max) and slope_max < 1.0:
+            # The agnostic point is stable again in m at alpha_max: the positional branch that grew out of it at the
+            # pitchfork may merge back (or fold) inside the range.  Seen at omega <= 0.2; not located yet, so no value
+            # and no claim that it exists through alpha_max.
+            critical["alpha_pos_vanishes"] = Critical.missing(
+                "alpha_pos_vanishes", "failed",
+                f"the agnostic point is stable in m at alpha = {alpha_max:g} (slope {slope_max:.3g} < 1): the positional "
+                f"branch may end inside the range; its end is not located", "slope of the m map at the agnostic point")
+        else:
+            critical["alpha_pos_vanishes"] = Critical.missing(
+                "alpha_pos_vanishes", "not in range",
+                f"the positional branch appears at a pitchfork at alpha = {pos_end.pitchfork.value:.4g}, is a valid "
+                f"fixed point at every alpha solved up to {alpha_max:g}, and the agnostic point is unstable in m there",
+                "continuation along the alpha grid")
     critical["alpha_sem_appears"] = sem_end.critical
     critical["semantic_pitchfork"] = sem_end.pitchfork
     critical["positional_pitchfork"] = pos_end.pitchfork
@@ -381,6 +392,20 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
                             alpha_range=(alpha_min, alpha_max), curves=curves, unstable=unstable, solves=solves[0],
                             map_evaluations=sem_end.evaluations + pos_end.evaluations,
                             seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
+
+
+def positional_slope(setting: Setting, alpha: float, precision: str = "fast", seed: int = 0) -> float:
+    """d m_new / d m at the agnostic fixed point (> 1: the agnostic point is unstable towards the positional
+    branch).  NaN where the agnostic point cannot be solved."""
+    from attnphase.theory import _branch_map as bm
+    from attnphase.theory.branch_ends import _agnostic_start
+
+    z = bm.symmetric_points(get_precision(precision).log2_points, 0, seed, "positional")
+    try:
+        y, _ = _agnostic_start(setting, alpha, "positional", z)
+        return float(bm.symmetric_map(setting, alpha, "positional", z, np.abs(y)).slope)
+    except (ValueError, ArithmeticError):
+        return float("nan")
 
 
 def global_minimum_curve_of(result: TransitionResult) -> list[FixedPoint]:
