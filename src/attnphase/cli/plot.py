@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
         "reproduce",
         help="theory, simulations, all figures and a markdown report in one directory (resumable)",
         description="Compute the omega = 0.3 curves, the transition and the phase diagram, run a set of "
-        "simulations into DIR/results.sqlite, draw figures (a)-(e) and write DIR/report.md. Rerunning "
+        "simulations into DIR/results.sqlite, draw figures (a)-(h) (incl. basins of attraction from random "
+        "starts) and write DIR/report.md. Rerunning "
         "reuses the theory results and skips the simulations stored in DIR/results.sqlite. --quick: a few "
         "minutes on a laptop.",
     )
