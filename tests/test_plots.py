@@ -9,41 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import LINEAR, OMEGA, synthetic_curves
 
 from attnphase import plots
 from attnphase.theory.curves import Critical, global_minimum_curve
-from attnphase.theory.results import FixedPoint, HatOverlaps, Overlaps
 from attnphase.theory.transition import TransitionResult
-
-OMEGA = 0.3
-LINEAR = 0.00197
-
-
-def _fp(alpha: float, branch: str, *, train_loss: float, test_error: float, m: float, theta: float,
-        status: str = "ok", converged: bool = True, err: float = 2e-5) -> FixedPoint:
-    return FixedPoint(
-        alpha=alpha, omega=OMEGA, branch=branch,
-        overlaps=Overlaps(q=0.1 + 0.2 * alpha, m=m, V=15.0, theta=theta),
-        hats=HatOverlaps(qhat=0.0, mhat=0.0, Vhat=0.0, thetahat=0.0), train_loss=train_loss,
-        test_error=test_error,
-        errors={"train_loss": err, "test_error": err, "m": 1e-3, "theta": 1e-3}, converged=converged,
-        iterations=10, residual=1e-8, status=status,
-    )
-
-
-def synthetic_curves(alphas: np.ndarray | None = None) -> dict[str, list[FixedPoint]]:
-    """Two branches whose train losses cross at alpha = 1 and whose semantic test error falls below LINEAR
-    at alpha = 1.25; the semantic branch has a spinodal at alpha = 0.35 and one collapsed point."""
-    alphas = np.linspace(0.1, 2.0, 20) if alphas is None else alphas
-    pos = [_fp(a, "positional", train_loss=0.003 - 0.0004 * a, test_error=0.0030 - 0.0002 * a,
-               m=0.2 + 0.05 * a, theta=0.0) for a in alphas]
-    sem = [_fp(a, "semantic", train_loss=0.003 - 0.0004 * a + 0.0006 * (1 - a),
-               test_error=LINEAR + 0.002 * (1.25 - a), m=0.0, theta=0.1 + 0.1 * a)
-           for a in alphas if a > 0.35]
-    if len(sem) > 3:
-        sem[3] = _fp(sem[3].alpha, "semantic", train_loss=0.0, test_error=0.0, m=0.0, theta=0.0,
-                     status="collapsed to positional")
-    return {"positional": pos, "semantic": sem}
 
 
 def synthetic_sim(ds: tuple[int, ...] = (100,), alphas: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
