@@ -290,6 +290,12 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     if pos_followed or not pos_end.pitchfork.found:
         critical["alpha_pos_vanishes"] = pos_end.critical
     else:
+        critical["alpha_pos_vanishes"] = Critical.missing(
+            "alpha_pos_vanishes", "not in range",
+            f"the positional branch appears at a pitchfork at alpha = {pos_end.pitchfork.value:.4g}, is a valid "
+            f"fixed point at every alpha solved up to {alpha_max:g}, and the agnostic point is unstable in m there",
+            "continuation along the alpha grid")
+    if critical["alpha_pos_vanishes"].kind == "not in range":
         slope_max = positional_slope(setting, alpha_max, precision, seed)
         if math.isfinite(slope_max) and slope_max < 1.0:
             # The agnostic point is stable again in m at alpha_max: the positional branch that grew out of it at the
@@ -299,12 +305,6 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
                 "alpha_pos_vanishes", "failed",
                 f"the agnostic point is stable in m at alpha = {alpha_max:g} (slope {slope_max:.3g} < 1): the positional "
                 f"branch may end inside the range; its end is not located", "slope of the m map at the agnostic point")
-        else:
-            critical["alpha_pos_vanishes"] = Critical.missing(
-                "alpha_pos_vanishes", "not in range",
-                f"the positional branch appears at a pitchfork at alpha = {pos_end.pitchfork.value:.4g}, is a valid "
-                f"fixed point at every alpha solved up to {alpha_max:g}, and the agnostic point is unstable in m there",
-                "continuation along the alpha grid")
     critical["alpha_sem_appears"] = sem_end.critical
     critical["semantic_pitchfork"] = sem_end.pitchfork
     critical["positional_pitchfork"] = pos_end.pitchfork
