@@ -5,12 +5,28 @@
     res.to_dict()
 """
 
-from attnphase.simulation.experiment import INITS, SimulationResult, initial_Q, measure, simulate
-from attnphase.simulation.measure import fit_linear, generalization_error, linear_test_error, overlaps
-from attnphase.simulation.memory import check_memory, estimate_memory
-from attnphase.simulation.model import STUDENTS, EmpiricalRisk, attention_matrix, attention_output, sample_errors
-from attnphase.simulation.sampling import Dataset, Problem, positional_encodings, sample_dataset
-from attnphase.simulation.training import DEFAULTS, OPTIMIZERS, TrainingLog, train
+import importlib
+from typing import Any
+
+# Names resolved on first use (PEP 562): importing a torch-free submodule (basins classification, memory
+# estimate) must not import PyTorch, so that the light install (no 'experiments' extra) keeps working.
+_WHERE = {
+    "experiment": ("INITS", "SimulationResult", "initial_Q", "measure", "simulate"),
+    "measure": ("fit_linear", "generalization_error", "linear_test_error", "overlaps"),
+    "memory": ("check_memory", "estimate_memory"),
+    "model": ("STUDENTS", "EmpiricalRisk", "attention_matrix", "attention_output", "sample_errors"),
+    "sampling": ("Dataset", "Problem", "positional_encodings", "sample_dataset"),
+    "training": ("DEFAULTS", "OPTIMIZERS", "TrainingLog", "train"),
+}
+_MODULE_OF = {name: mod for mod, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _MODULE_OF.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'attnphase.simulation' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"attnphase.simulation.{mod}"), name)
+
 
 __all__ = [
     "simulate",
