@@ -150,7 +150,7 @@ def test_linear_baseline_is_exact_for_a_purely_positional_teacher():
 
 
 def test_linear_baseline_near_population_value():
-    # MODEL.md section 4: at omega = 0.3 the population optimum is about 0.00197, independent of alpha
+    # docs/model.md: at omega = 0.3 the population optimum is about 0.00197, independent of alpha
     res = simulate(STUDY, 200, 1.0, optimizer="lbfgs", steps=5, seed=1, n_test=4000, device="cpu")
     assert res.test_error_linear == pytest.approx(0.00197, rel=0.15)
 

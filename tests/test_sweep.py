@@ -255,7 +255,7 @@ def test_cli_sweep_and_export(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     assert len(rows) == 16
     header = list(rows[0].keys())
-    # MODEL.md section 6 names (V is theory-only) plus the grid identity.
+    # docs/model.md names (V is theory-only) plus the grid identity.
     for name in ("alpha", "omega", "q", "m", "theta", "train_loss", "test_error", "test_error_linear",
                  "d", "n", "seed", "init", "optimizer", "converged", "seconds", "sigma", "lam", "A",
                  "n_test"):

@@ -1,4 +1,4 @@
-"""Independent check of the asymptotic theory against finite-d experiments (MODEL.md sections 3 and 5).
+"""Independent check of the asymptotic theory against finite-d experiments (docs/model.md).
 
 alpha = 1.5, omega = 0.3 (study's sigma, lambda, A), d = 400, 8 seeds per start, L-BFGS to round-off.
 Each branch is compared with the runs from its own start (positional start <-> positional branch,

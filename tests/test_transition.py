@@ -1,5 +1,5 @@
 """Critical values: branch ends as properties of the equations, crossings with intervals that mean something
-(MODEL.md section 7)."""
+(docs/model.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Paper-style figures: theory curves, simulation points and the phase diagram (MODEL.md sections 5-7).
+"""Paper-style figures: theory curves, simulation points and the phase diagram (docs/model.md).
 
 Every function takes plain data objects -- lists of :class:`~attnphase.theory.results.FixedPoint`,
 transition results (anything with the attributes of ``attnphase.theory.TransitionResult``), DataFrames from
@@ -159,7 +159,7 @@ def _series(points: Sequence[Any], name: str,
             absolute: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = np.array([p.alpha for p in points], dtype=float)
     y = np.array([_scalar(p, name) for p in points], dtype=float)
-    if absolute:  # Q -> -Q is a symmetry of the model: only |m|, |theta| are meaningful (MODEL.md section 2)
+    if absolute:  # Q -> -Q is a symmetry of the model: only |m|, |theta| are meaningful (docs/model.md)
         y = np.abs(y)
     e = np.array([_err(p, name) for p in points], dtype=float)
     return x, y, e

@@ -36,7 +36,7 @@ from attnphase.simulation.training import train
 INITS = ("positional", "semantic", "random", "positional_unit")
 
 # Positional start: every entry of Q equal to 1, i.e. Q = sqrt(d) p_1, so that m = 1^T Q / d = 1 and
-# q = sigma^2: the same O(1)-per-entry scale as the semantic start Q = Q*.  MODEL.md's "Q = 1/sqrt(d)"
+# q = sigma^2: the same O(1)-per-entry scale as the semantic start Q = Q*.  docs/model.md's "Q = 1/sqrt(d)"
 # can also be read entrywise (Q = p_1, unit norm, m = 1/sqrt(d)); that start sits next to the saddle
 # Q = 0 and is kept as init "positional_unit".  Both were checked to end in the positional basin
 # (d = 200-500, alpha = 0.5-2, omega = 0.3, gd and lbfgs); from entries 1, 5000 GD steps get closer
@@ -176,7 +176,7 @@ def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int
 
 
 def measure(W: torch.Tensor, problem: Problem, student: str = "tied") -> dict[str, Any]:
-    """The recorded overlaps of weights W: q, m, theta as in MODEL.md section 2 (r = r* = 1: |m|, |theta|);
+    """The recorded overlaps of weights W: q, m, theta as in docs/model.md (r = r* = 1: |m|, |theta|);
     general settings add m_norm and theta_sv; the untied student adds each factor's overlaps.
 
     Untied student, r = r* = 1: m = sqrt(|m_Q m_K|) and theta = sqrt(|theta_Q theta_K|) (geometric means:
@@ -214,7 +214,7 @@ def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "p
              device: str | None = None, Q0: np.ndarray | torch.Tensor | None = None, student: str = "tied",
              init_scale: float | None = None, record_every: int = 0,
              **optimizer_options: Any) -> SimulationResult:
-    """Train the attention layer on n = round(alpha d) samples and measure it (MODEL.md sections 1-2, 5).
+    """Train the attention layer on n = round(alpha d) samples and measure it (docs/model.md).
 
     init: "positional" (Q in the span of the positional codes; study: every entry 1, m = 1), "semantic"
     (Q = Q*), "random" (iid N(0, init_scale^2), default scale 0.1), "positional_unit" (the positional

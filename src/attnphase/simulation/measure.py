@@ -1,4 +1,4 @@
-"""Measurements at the end of training (MODEL.md sections 2 and 4): overlaps, errors, linear baseline."""
+"""Measurements at the end of training (docs/model.md): overlaps, errors, linear baseline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The student attention layer and its empirical risk (MODEL.md sections 1-2), batched over samples.
+"""The student attention layer and its empirical risk (docs/model.md), batched over samples.
 
     tied   (the study's):  yhat = softmax( (x+p) Q Q^T (x+p)^T / d ) (x+p),
                            R(Q) = sum_mu ||y^mu - yhat^mu||_F^2 / (2d) + (lambda/2) ||Q||_F^2;

@@ -1,4 +1,4 @@
-"""Finite-d data of MODEL.md section 1: Gaussian tokens, a random softmax teacher, labels y = T(x) x.
+"""Finite-d data of docs/model.md: Gaussian tokens, a random softmax teacher, labels y = T(x) x.
 
 All randomness comes from one integer seed.  It is split with numpy's SeedSequence into independent
 streams (teacher, training set, test set, student initialisation) so that, e.g., changing n_test or the
@@ -156,7 +156,7 @@ class Dataset:
 
 @dataclass
 class Problem:
-    """A teacher with its training and test sets (MODEL.md section 1)."""
+    """A teacher with its training and test sets (docs/model.md)."""
 
     setting: Setting
     d: int

@@ -1,4 +1,4 @@
-"""Critical sample complexities of one setting: branch ends, alpha_c, alpha_l (MODEL.md section 7).
+"""Critical sample complexities of one setting: branch ends, alpha_c, alpha_l (docs/model.md).
 
 - The semantic branch's end (where it appears) and the positional branch's end (where it vanishes, if it does
   in range) are located as what they are, pitchfork or fold (:mod:`attnphase.theory.branch_ends`); no fixed
