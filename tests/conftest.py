@@ -75,3 +75,24 @@ def synthetic_curves(alphas: np.ndarray | None = None) -> dict[str, list[FixedPo
         sem[3] = make_fixed_point(sem[3].alpha, "semantic", train_loss=0.0, test_error=0.0, m=0.0, theta=0.0,
                                   status="collapsed to positional")
     return {"positional": pos, "semantic": sem}
+
+
+# -- gradient checks of an empirical risk ---------------------------------------------------------------------
+
+def assert_gradient_matches_autograd_and_finite_differences(risk, W) -> None:  # noqa: ANN001 - torch objects
+    """The risk's hand-written value and gradient against autograd (to round-off) and central differences."""
+    import pytest
+    import torch
+
+    R, g = risk.value_and_grad(W)
+    R_auto, g_auto = risk.autograd_value_and_grad(W)
+    assert R == pytest.approx(R_auto, rel=1e-13)
+    np.testing.assert_allclose(g.numpy(), g_auto.numpy(), rtol=1e-10, atol=1e-13)
+    fd = torch.zeros_like(W)
+    eps = 1e-6
+    with torch.no_grad():
+        for idx in np.ndindex(*W.shape):
+            e = torch.zeros_like(W)
+            e[idx] = eps
+            fd[idx] = (risk(W + e) - risk(W - e)) / (2 * eps)
+    np.testing.assert_allclose(g.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)

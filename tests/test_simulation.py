@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import assert_gradient_matches_autograd_and_finite_differences
 
 from attnphase import Setting
 from attnphase.cli import main
@@ -102,18 +103,7 @@ def test_gradient_matches_autograd_and_finite_differences(r):
     pb = sample_dataset(setting, 6, 2.0, seed=1, n_test=2, device="cpu")
     risk = EmpiricalRisk(pb.train, pb.p, setting.lam)
     Q = torch.randn((pb.d, r), dtype=torch.float64, generator=torch.Generator().manual_seed(4))
-    R, g = risk.value_and_grad(Q)
-    R_auto, g_auto = risk.autograd_value_and_grad(Q)
-    assert R == pytest.approx(R_auto, rel=1e-13)
-    np.testing.assert_allclose(g.numpy(), g_auto.numpy(), rtol=1e-10, atol=1e-13)
-    fd = torch.zeros_like(Q)
-    eps = 1e-6
-    with torch.no_grad():
-        for idx in np.ndindex(*Q.shape):
-            e = torch.zeros_like(Q)
-            e[idx] = eps
-            fd[idx] = (risk(Q + e) - risk(Q - e)) / (2 * eps)
-    np.testing.assert_allclose(g.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
+    assert_gradient_matches_autograd_and_finite_differences(risk, Q)
 
 
 # --- linear baseline --------------------------------------------------------------------------------
@@ -313,9 +303,9 @@ def test_cli_simulate_bad_input_exit_2(argv, capsys):
 
 def test_cli_choices_match_the_library():
     from attnphase.cli import simulate as cli_sim
-    from attnphase.simulation import INITS, OPTIMIZERS
+    from attnphase.simulation import INITS, OPTIMIZERS, STUDENTS
 
-    assert cli_sim.INITS == INITS and cli_sim.OPTIMIZERS == OPTIMIZERS
+    assert cli_sim.INITS == INITS and cli_sim.OPTIMIZERS == OPTIMIZERS and cli_sim.STUDENTS == STUDENTS
 
 
 def test_cli_compare_json(capsys):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import assert_gradient_matches_autograd_and_finite_differences
 
 from attnphase import Setting
 from attnphase.cli import main
@@ -29,18 +30,7 @@ def test_untied_gradient_matches_autograd_and_finite_differences(r):
     setting, pb = _problem(r)
     risk = EmpiricalRisk(pb.train, pb.p, setting.lam, student="untied")
     W = _weights(pb.d, 2 * r)
-    R, g = risk.value_and_grad(W)
-    R_auto, g_auto = risk.autograd_value_and_grad(W)
-    assert R == pytest.approx(R_auto, rel=1e-13)
-    np.testing.assert_allclose(g.numpy(), g_auto.numpy(), rtol=1e-10, atol=1e-13)
-    fd = torch.zeros_like(W)
-    eps = 1e-6
-    with torch.no_grad():
-        for idx in np.ndindex(*W.shape):
-            e = torch.zeros_like(W)
-            e[idx] = eps
-            fd[idx] = (risk(W + e) - risk(W - e)) / (2 * eps)
-    np.testing.assert_allclose(g.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
+    assert_gradient_matches_autograd_and_finite_differences(risk, W)
 
 
 def test_untied_risk_against_a_per_sample_loop():

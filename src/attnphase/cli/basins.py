@@ -7,9 +7,7 @@ import sys
 from typing import Any
 
 from attnphase.cli.common import add_setting_args, parse_int_spec, parse_spec
-
-OPTIMIZERS = ("gd", "adam", "lbfgs")
-STUDENTS = ("tied", "untied")
+from attnphase.cli.simulate import OPTIMIZERS, STUDENTS
 
 
 def register(subparsers: Any) -> None:

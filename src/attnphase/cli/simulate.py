@@ -18,10 +18,12 @@ from attnphase.cli.common import (
 SIM_COLUMNS = ("d", "n", "alpha", "omega", "init", "optimizer", "seed", "q", "m", "theta", "train_loss",
                "test_error", "test_error_linear", "converged", "seconds")
 COMPARED = ("m", "theta", "q", "train_loss", "test_error")
-# Copies of attnphase.simulation.INITS / OPTIMIZERS (a test keeps them equal): importing the simulation
-# package here would import torch every time any subcommand's parser is built.
+# Copies of attnphase.simulation.INITS / OPTIMIZERS / STUDENTS (a test keeps them equal), the one set every
+# training command's parser uses: importing the simulation package here would import torch every time any
+# subcommand's parser is built.
 INITS = ("positional", "semantic", "random", "positional_unit")
 OPTIMIZERS = ("gd", "adam", "lbfgs")
+STUDENTS = ("tied", "untied")
 
 
 def _add_training_args(p: argparse.ArgumentParser, optimizer_default: str) -> None:
@@ -38,7 +40,7 @@ def _add_training_args(p: argparse.ArgumentParser, optimizer_default: str) -> No
                    help="floating-point precision of the training (default float64)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: cuda if available, else cpu")
-    p.add_argument("--student", choices=("tied", "untied"), default="tied",
+    p.add_argument("--student", choices=STUDENTS, default="tied",
                    help="tied query = key Q (the study's, default) or untied Q and K, each with the l2 penalty")
     p.add_argument("--init-scale", type=float, default=None,
                    help="standard deviation of the entries of a random start (default 0.1)")

@@ -16,11 +16,8 @@ from attnphase.cli.common import (
     parse_spec,
     positive_int,
 )
+from attnphase.cli.simulate import INITS, OPTIMIZERS, STUDENTS
 
-# Copies of attnphase.simulation's names (kept equal by a test): importing the simulation package here would
-# import torch whenever any parser is built.
-INITS = ("positional", "semantic", "random", "positional_unit")
-OPTIMIZERS = ("gd", "adam", "lbfgs")
 DEVICES = ("cpu", "cuda")
 
 
@@ -50,7 +47,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", default=None, choices=DEVICES,
                    help="torch device for the simulations: cpu or cuda (default: cuda when available); not part "
                    "of a point's identity")
-    p.add_argument("--student", default="tied", choices=("tied", "untied"),
+    p.add_argument("--student", default="tied", choices=STUDENTS,
                    help="tied query = key (default) or untied Q and K (part of each point's identity)")
     add_setting_args(p, omega=False)
     g = p.add_mutually_exclusive_group()

@@ -10,6 +10,7 @@ results; `transition_fields` is the one place that reads them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -22,6 +23,7 @@ import numpy as np
 
 from attnphase.basins import QuickPlan, basins_summary, transition_lines
 from attnphase.setting import Setting
+from attnphase.simulation.basins import BasinsSummary
 
 FIGURES_BASINS = {
     "basins_heatmap": "fig_f_basins_heatmap",
@@ -84,13 +86,9 @@ def make_grids(bp: QuickPlan, setting: Setting) -> list[Any]:
 
 
 @dataclass
-class BasinsRun:
-    """What the reproduction's basins part did: the starts (ran now / stored), its rows and seconds."""
+class BasinsRun(BasinsSummary):
+    """What the reproduction's basins part did: the start counts of `run_basins` and its seconds."""
 
-    total: int = 0
-    ran: int = 0
-    skipped: int = 0
-    failed: int = 0
     seconds: float = 0.0
 
 
@@ -98,19 +96,10 @@ def run_grids(bp: QuickPlan, setting: Setting, store: Path, workers: int = 1, pr
               task: Callable[..., Mapping[str, Any]] | None = None) -> BasinsRun:
     """Train every start of the plan not yet in the store.  ``task`` replaces the real start (tests)."""
     from attnphase.simulation.basins import run_basins
-    from attnphase.sweep import run_sweep
 
     t0 = time.perf_counter()
-    grids = make_grids(bp, setting)
-    out = BasinsRun()
-    if task is None:
-        s = run_basins(os.fspath(store), grids, workers=workers, progress=progress)
-        out.total, out.ran, out.skipped, out.failed = s.total, s.ran, s.skipped, s.failed
-    else:
-        for g in grids:
-            s = run_sweep(store, g, workers=workers, progress=progress, task=task)
-            out.total, out.ran, out.skipped, out.failed = (out.total + s.total, out.ran + s.ran,
-                                                           out.skipped + s.skipped, out.failed + s.failed)
+    s = run_basins(os.fspath(store), make_grids(bp, setting), workers=workers, progress=progress, task=task)
+    out = BasinsRun(**dataclasses.asdict(s))
     out.seconds = time.perf_counter() - t0
     return out
 
