@@ -142,12 +142,167 @@ def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
+def value_b(h, w, T, Vinv, sigma2, L, r, Bm, S):
+    """F at h with the scores Z = h Bm h^T (any r x r score form Bm); leaves the softmax in S."""
+    f = 0.0
+    for a in range(L):
+        for al in range(r):
+            acc = 0.0
+            for be in range(r):
+                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
+            f += 0.5 * (h[a * r + al] - w[a * r + al]) * acc
+    loss = 0.0
+    for l in range(L):
+        mx = -math.inf
+        for k in range(L):
+            z = 0.0
+            for al in range(r):
+                hl = h[l * r + al]
+                if hl != 0.0:
+                    for be in range(r):
+                        z += hl * Bm[al, be] * h[k * r + be]
+            z = min(max(z, -_ZMAX), _ZMAX)
+            S[l, k] = z
+            if z > mx:
+                mx = z
+        tot = 0.0
+        for k in range(L):
+            e = math.exp(S[l, k] - mx)
+            S[l, k] = e
+            tot += e
+        for k in range(L):
+            S[l, k] /= tot
+            d = S[l, k] - T[l, k]
+            loss += d * d
+    f += 0.5 * sigma2 * loss
+    return f
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g):
+    """Gradient of F with the score form Bm into g; leaves X_k = Bm h_k, Y_l = Bm^T h_l (rows of X, Y) and
+    dl/dZ in G for hess_b.  dZ_lk/dh_a = delta_la X_k + delta_ka Y_l, so grad_a = sum_k G_ak X_k + G_ka Y_k."""
+    for a in range(L):
+        for al in range(r):
+            acc = 0.0
+            for be in range(r):
+                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
+            g[a * r + al] = acc
+    for k in range(L):
+        for al in range(r):
+            x = 0.0
+            y = 0.0
+            for be in range(r):
+                x += Bm[al, be] * h[k * r + be]
+                y += Bm[be, al] * h[k * r + be]
+            X[k, al] = x
+            Y[k, al] = y
+    for l in range(L):
+        ebar = 0.0
+        for k in range(L):
+            ebar += (S[l, k] - T[l, k]) * S[l, k]
+        for k in range(L):
+            G[l, k] = sigma2 * S[l, k] * ((S[l, k] - T[l, k]) - ebar)
+    for a in range(L):
+        for k in range(L):
+            gak = G[a, k]
+            gka = G[k, a]
+            for al in range(r):
+                g[a * r + al] += gak * X[k, al] + gka * Y[k, al]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def hess_b(Vinv, sigma2, L, r, Bm, S, T, G, X, Y, PX, Pf, H):
+    """Hessian of F with the score form Bm into H; S, G, X, Y from value_b and derivs_b.
+
+    Hess = Vinv per token + [G_ab Bm_{al,be} + G_ba Bm_{be,al}] + sum_l D_l^T P^l D_l with
+    (D_l)_{k,(a,al)} = delta_la X_k,al + delta_ka Y_l,al (the tied hess with X = Y = h, Bm = I)."""
+    N = L * r
+    for i in range(N):
+        for j in range(N):
+            H[i, j] = 0.0
+    for a in range(L):
+        for al in range(r):
+            for be in range(r):
+                H[a * r + al, a * r + be] += Vinv[al, be]
+        for b in range(L):
+            gab = G[a, b]
+            gba = G[b, a]
+            for al in range(r):
+                for be in range(r):
+                    H[a * r + al, b * r + be] += gab * Bm[al, be] + gba * Bm[be, al]
+    for l in range(L):
+        ebar = 0.0
+        ss = 0.0
+        for k in range(L):
+            ebar += (S[l, k] - T[l, k]) * S[l, k]
+            ss += S[l, k] * S[l, k]
+        # P^l = sigma2 [diag(c) - c s^T - s c^T + |s|^2 s s^T], c_k = s_k (2 s_k - t_k - ebar)
+        for k in range(L):
+            Pf[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)
+        for al in range(r):
+            sx = 0.0
+            cx = 0.0
+            for k in range(L):
+                sx += S[l, k] * X[k, al]
+                cx += Pf[0, k] * X[k, al]
+            for b in range(L):
+                PX[b, al] = sigma2 * (Pf[0, b] * (X[b, al] - sx) - S[l, b] * (cx - ss * sx))
+        for al in range(r):
+            for be in range(r):
+                acc = 0.0
+                for k in range(L):
+                    acc += X[k, al] * PX[k, be]
+                H[l * r + al, l * r + be] += acc
+                ylb = Y[l, be]
+                for b in range(L):
+                    c = PX[b, al] * ylb
+                    H[l * r + al, b * r + be] += c
+                    H[b * r + be, l * r + al] += c
+        for a in range(L):
+            sa = S[l, a]
+            ca = Pf[0, a]
+            for b in range(L):
+                pab = sigma2 * (ss * sa * S[l, b] - ca * S[l, b] - sa * Pf[0, b])
+                if a == b:
+                    pab += sigma2 * ca
+                for al in range(r):
+                    c = pab * Y[l, al]
+                    for be in range(r):
+                        H[a * r + al, b * r + be] += c * Y[l, be]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
 def fgh(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
     """F at h; with order >= 1 also the gradient into g, with order 2 the Hessian into H."""
     f = value(h, w, T, Vinv, sigma2, L, r, S)
     if order >= 1:
         derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H)
     return f
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _val(h, w, T, Vinv, sigma2, L, r, S, form, Bm):
+    """value (form 0: tied scores h h^T) or value_b (form 1: the score form Bm)."""
+    if form == 0:
+        return value(h, w, T, Vinv, sigma2, L, r, S)
+    return value_b(h, w, T, Vinv, sigma2, L, r, Bm, S)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _grad(h, w, T, Vinv, sigma2, L, r, S, G, P, u, g, H, form, Bm, X, Y):
+    if form == 0:
+        derivs(h, w, T, Vinv, sigma2, L, r, 1, S, G, P, u, g, H)
+    else:
+        derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H, form, Bm, X, Y):
+    if form == 0:
+        hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
+    else:
+        hess_b(Vinv, sigma2, L, r, Bm, S, T, G, X, Y, u, P, H)
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
@@ -193,7 +348,8 @@ def _chol_solve(H, g, N, floor, C, p):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
-def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht, found, n_found):
+def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht, found, n_found, form, Bm,
+           X, Y):
     """Safeguarded Newton from h (modified in place). Returns (F(h), max |grad F(h)|, iterations, duplicate).
 
     duplicate: the iterate came within 1e-4 (relative) of one of the n_found converged minimisers in found, deep
@@ -203,10 +359,10 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
     f = 0.0
     gn = math.inf
     it = 0
-    f = value(h, w, T, Vinv, sigma2, L, r, S)
+    f = _val(h, w, T, Vinv, sigma2, L, r, S, form, Bm)
     while True:
         # S holds the softmax at h (from the last accepted value call); the Hessian only once it is needed.
-        derivs(h, w, T, Vinv, sigma2, L, r, 1, S, G, P, u, g, H)
+        _grad(h, w, T, Vinv, sigma2, L, r, S, G, P, u, g, H, form, Bm, X, Y)
         gn = 0.0
         for i in range(N):
             gn = max(gn, abs(g[i]))
@@ -221,14 +377,14 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
             if dist < 1e-4 * size:
                 return f, gn, it, True
         it += 1
-        hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
+        _hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H, form, Bm, X, Y)
         tau = _chol_solve(H, g, N, floor, C, p)
         if tau == 0.0 and gn < 1e-7:
             # Round-off regime: F changes only in its last digits, so an Armijo test could stall; the Hessian is
             # positive definite, so the plain Newton step converges quadratically.
             for i in range(N):
                 h[i] += p[i]
-            f = value(h, w, T, Vinv, sigma2, L, r, S)
+            f = _val(h, w, T, Vinv, sigma2, L, r, S, form, Bm)
             continue
         slope = 0.0
         for i in range(N):
@@ -238,7 +394,7 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
         for _ls in range(60):
             for i in range(N):
                 ht[i] = h[i] + t * p[i]
-            fn = value(ht, w, T, Vinv, sigma2, L, r, S)
+            fn = _val(ht, w, T, Vinv, sigma2, L, r, S, form, Bm)
             if fn <= f + 1e-4 * t * slope:
                 accepted = True
                 break
@@ -252,8 +408,9 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
 
 
 @numba.njit(cache=True, parallel=True)
-def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
-    """Newton from every finite start of every point; keep the lowest F.
+def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block, form, Bm):
+    """Newton from every finite start of every point; keep the lowest F.  form 0: the tied scores h h^T (Bm
+    unused); form 1: the scores h Bm h^T.
 
     w (n, N), T (n, L, L), starts (n, S, N) flat. Returns h (n, N), value, grad_norm, winner (index of the start
     that gave the kept minimiser, -1 if no start was finite), iterations summed over starts.
@@ -279,6 +436,8 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
         G = np.empty((L, L))
         P = np.empty((L, L))
         u = np.empty((L, r))
+        X = np.empty((L, r))
+        Y = np.empty((L, r))
         g = np.empty(N)
         H = np.empty((N, N))
         C = np.empty((N, N))
@@ -298,7 +457,7 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
                 if not finite:
                     continue
                 f, gn, it, dup = newton(h, w[i], T[i], Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
-                                        C, p, ht, found, n_found)
+                                        C, p, ht, found, n_found, form, Bm, X, Y)
                 out_it[i] += it
                 if dup:
                     continue
@@ -319,9 +478,20 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
     return out_h, out_val, out_gn, out_win, out_it
 
 
+def derivatives(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float,
+                Bm: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """F, grad F and Hess F at each point (for the finite-difference tests). h, w (n, N); Bm: the score form
+    (None: the tied scores h h^T)."""
+    r = h.shape[1] // T.shape[1]
+    form = 0 if Bm is None else 1
+    Bm = np.zeros((r, r)) if Bm is None else np.ascontiguousarray(Bm, dtype=float)
+    return _derivatives(np.ascontiguousarray(h, dtype=float), np.ascontiguousarray(w, dtype=float),
+                        np.ascontiguousarray(T, dtype=float), np.ascontiguousarray(Vinv, dtype=float), float(sigma2),
+                        form, Bm)
+
+
 @numba.njit(cache=True)
-def derivatives(h, w, T, Vinv, sigma2):
-    """F, grad F and Hess F at each point (for the finite-difference tests). h, w (n, N)."""
+def _derivatives(h, w, T, Vinv, sigma2, form, Bm):
     n, N = h.shape
     L = T.shape[1]
     r = N // L
@@ -333,5 +503,12 @@ def derivatives(h, w, T, Vinv, sigma2):
         G = np.empty((L, L))
         P = np.empty((L, L))
         u = np.empty((L, r))
-        val[i] = fgh(h[i], w[i], T[i], Vinv, sigma2, L, r, 2, S, G, P, u, grad[i], hess[i])
+        X = np.empty((L, r))
+        Y = np.empty((L, r))
+        if form == 0:
+            val[i] = fgh(h[i], w[i], T[i], Vinv, sigma2, L, r, 2, S, G, P, u, grad[i], hess[i])
+        else:
+            val[i] = value_b(h[i], w[i], T[i], Vinv, sigma2, L, r, Bm, S)
+            derivs_b(h[i], w[i], T[i], Vinv, sigma2, L, r, Bm, S, G, X, Y, grad[i])
+            hess_b(Vinv, sigma2, L, r, Bm, S, T[i], G, X, Y, u, P, hess[i])
     return val, grad, hess

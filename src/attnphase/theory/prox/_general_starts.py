@@ -254,3 +254,66 @@ def own_starts(w, T, Vinv, block=64):
                     for j in range(N):
                         out[i, k, j] = np.nan
     return out
+
+
+# -- The untied student: fields H_l = (query field, key field) in R^{2r}, scores H_l^T B H_k, B = [[0, I], [0, 0]].
+
+def score_form(r: int) -> np.ndarray:
+    """B = [[0, I_r], [0, 0]] (2r x 2r): the untied student's scores s_lk = h^Q_l . h^K_k = H_l^T B H_k."""
+    B = np.zeros((2 * r, 2 * r))
+    B[:r, r:] = np.eye(r)
+    return B
+
+
+def n_own_starts_untied(L: int, r: int) -> int:
+    return 7
+
+
+def _block_procrustes(zq: np.ndarray, zk: np.ndarray, wq: np.ndarray, wk: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The rotation (Q, K) -> (Q R, K R) (the untied loss's exact symmetry) that best aligns (zq, zk) with (wq, wk)
+    and the best one of the other determinant; all (n, L, r).  Returns (zq R, zk R, zq R2, zk R2)."""
+    C = np.einsum("nla,nlb->nab", zq, wq) + np.einsum("nla,nlb->nab", zk, wk)
+    U, _, Vt = np.linalg.svd(C)
+    R = U @ Vt
+    U2 = U.copy()
+    U2[:, :, -1] *= -1.0
+    R2 = U2 @ Vt
+    return zq @ R, zk @ R, zq @ R2, zk @ R2
+
+
+def own_starts_untied(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> np.ndarray:
+    """Starts for the untied loss, (n, 7, L, 2r) from w (n, L, 2r), T (n, L, L), Vinv (2r, 2r):
+
+    A zero of the untied loss is any factorisation h^Q h^K^T = log T + c 1^T (row constants c free: the softmax
+    ignores them).  Two families: (a) the tied zero z (softmax(z z^T) = T) lifted to (z, z), aligned with the
+    mean of the two halves of w; (b) the truncated SVD of the row-centred log T (exact for L = 2, r = 1: the
+    centred rows (a_l, -a_l) are rank one), singular values split evenly between the factors, rotated by the
+    symmetry (Q, K) -> (Q R, K R) onto w.  Starts: w, (a), its mirror, (b), its mirror, the midpoint of w and (b),
+    the midpoint of w and (a)."""
+    n, L, r2 = w.shape
+    r = r2 // 2
+    wq, wk = w[:, :, :r], w[:, :, r:]
+    # (a) the tied kernel's zero and mirror for the mean field, lifted.
+    wbar = np.ascontiguousarray(0.5 * (wq + wk)).reshape(n, L * r)
+    tied = own_starts(wbar, T, np.ascontiguousarray(Vinv[:r, :r])).reshape(n, -1, L, r)
+    za, zam = tied[:, 1], tied[:, 2]
+    # (b) truncated SVD of the row-centred log T.
+    logT = np.log(np.maximum(T, _TINY))
+    M = logT - logT.mean(axis=2, keepdims=True)
+    U, s, Vt = np.linalg.svd(M)
+    k = min(r, L)
+    zq = np.zeros((n, L, r))
+    zk = np.zeros((n, L, r))
+    sq = np.sqrt(s[:, :k])
+    zq[:, :, :k] = U[:, :, :k] * sq[:, None, :]
+    zk[:, :, :k] = np.transpose(Vt[:, :k, :], (0, 2, 1)) * sq[:, None, :]
+    bq, bk, bq2, bk2 = _block_procrustes(zq, zk, wq, wk)
+    out = np.empty((n, 7, L, r2))
+    out[:, 0] = w
+    out[:, 1] = np.concatenate([za, za], axis=2)
+    out[:, 2] = np.concatenate([zam, zam], axis=2)
+    out[:, 3] = np.concatenate([bq, bk], axis=2)
+    out[:, 4] = np.concatenate([bq2, bk2], axis=2)
+    out[:, 5] = 0.5 * (w + out[:, 3])
+    out[:, 6] = 0.5 * (w + out[:, 1])
+    return out

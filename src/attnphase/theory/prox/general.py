@@ -33,7 +33,7 @@ import numpy as np
 
 from attnphase.theory.prox._general_draws import softmax_rows
 from attnphase.theory.prox._general_kernel import multistart
-from attnphase.theory.prox._general_starts import n_own_starts
+from attnphase.theory.prox._general_starts import n_own_starts, own_starts_untied, score_form
 from attnphase.theory.prox._general_starts import own_starts as _own_starts
 
 _BLOCK = 64
@@ -51,28 +51,40 @@ class ProxResult:
     iterations: np.ndarray  # (n,) Newton iterations summed over starts
 
 
-def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float) -> np.ndarray:
-    """F(h) per point, plain numpy (the reference). h, w (n, L, r); T (n, L, L); returns (n,)."""
+def scores(h: np.ndarray, untied: bool = False) -> np.ndarray:
+    """The scores of fields h (n, L, r): h h^T (tied) or h^Q h^K^T with h = (h^Q, h^K) split at r / 2 (untied)."""
+    if not untied:
+        return np.einsum("nla,nka->nlk", h, h)
+    half = h.shape[2] // 2
+    return np.einsum("nla,nka->nlk", h[:, :, :half], h[:, :, half:])
+
+
+def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, *,
+              untied: bool = False) -> np.ndarray:
+    """F(h) per point, plain numpy (the reference). h, w (n, L, r); T (n, L, L); returns (n,).  untied: the
+    scores are h^Q h^K^T (h = (h^Q, h^K), r even)."""
     h = np.asarray(h, dtype=float)
     d = h - w
     quad = 0.5 * np.einsum("nla,ab,nlb->n", d, np.asarray(Vinv, dtype=float), d)
     with np.errstate(over="ignore", invalid="ignore"):
-        Z = np.clip(np.einsum("nla,nka->nlk", h, h), -1e300, 1e300)
+        Z = np.clip(scores(h, untied), -1e300, 1e300)
     S = softmax_rows(Z)
     return quad + 0.5 * sigma2 * ((S - T) ** 2).sum(axis=(1, 2))
 
 
-def own_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> np.ndarray:
+def own_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, *, untied: bool = False) -> np.ndarray:
     """The solver's own starts, shape (n, S, L, r): w, the loss zero aligned with w, its mirror, the midpoint of w
     and the zero, for r >= 2 twice the zero, then L per-token starts (NaN where not used; S = 4 + L for r = 1,
-    5 + L for r >= 2)."""
+    5 + L for r >= 2).  untied: _general_starts.own_starts_untied (S = 7)."""
     w = np.ascontiguousarray(w, dtype=float)
     n, L, r = w.shape
+    if untied:
+        return own_starts_untied(w, np.ascontiguousarray(T, dtype=float), np.ascontiguousarray(Vinv, dtype=float))
     out = _own_starts(w.reshape(n, L * r), np.ascontiguousarray(T, dtype=float), np.ascontiguousarray(Vinv, dtype=float))
     return out.reshape(n, n_own_starts(L, r), L, r)
 
 
-def _check(w, T, Vinv, sigma2, starts, gtol, max_iter):
+def _check(w, T, Vinv, sigma2, starts, gtol, max_iter, untied=False):
     w = np.asarray(w)
     T = np.asarray(T)
     Vinv = np.asarray(Vinv)
@@ -84,6 +96,10 @@ def _check(w, T, Vinv, sigma2, starts, gtol, max_iter):
     n, L, r = w.shape
     if L < 2 or r < 1:
         raise ValueError(f"need L >= 2 tokens and rank r >= 1, got L={L}, r={r}")
+    if not isinstance(untied, bool | np.bool_):
+        raise TypeError(f"untied must be a bool, got {type(untied).__name__}")
+    if untied and r % 2:
+        raise ValueError(f"the untied loss needs an even field rank (query and key halves), got r={r}")
     if T.shape != (n, L, L):
         raise ValueError(f"T must have shape {(n, L, L)}, got {T.shape}")
     if Vinv.shape != (r, r):
@@ -110,26 +126,29 @@ def _check(w, T, Vinv, sigma2, starts, gtol, max_iter):
 
 
 def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None, *,
-                 gtol: float = 1e-9, max_iter: int = 100, own: bool = True) -> ProxResult:
+                 gtol: float = 1e-9, max_iter: int = 100, own: bool = True, untied: bool = False) -> ProxResult:
     """Global minimiser of F at every point: the best of Newton runs from the own starts and the caller's.
 
     w (n, L, r); T (n, L, L) row-stochastic; Vinv (r, r) symmetric positive definite;
     sigma2 > 0; starts (n, S, L, r) optional extra starts (non-finite entries mark a start to skip).
-    own=False runs only the caller's starts (for measurements).
+    own=False runs only the caller's starts (for measurements).  untied: the scores are h^Q h^K^T with
+    h = (h^Q, h^K) split at r / 2 (the untied student, docs/untied.md), i.e. h B h^T with B = [[0, I], [0, 0]].
     """
-    _check(w, T, Vinv, sigma2, starts, gtol, max_iter)
+    _check(w, T, Vinv, sigma2, starts, gtol, max_iter, untied)
     w = np.ascontiguousarray(w, dtype=float)
     T = np.ascontiguousarray(T, dtype=float)
     Vinv = np.ascontiguousarray(Vinv, dtype=float)
     n, L, r = w.shape
     parts = []
     if own:
-        parts.append(_own_starts(w.reshape(n, L * r), T, Vinv).reshape(n, n_own_starts(L, r), L, r))
+        parts.append(own_starts(w, T, Vinv, untied=True) if untied
+                     else _own_starts(w.reshape(n, L * r), T, Vinv).reshape(n, n_own_starts(L, r), L, r))
     if starts is not None:
         parts.append(np.asarray(starts, dtype=float))
     if not parts:
         raise ValueError("no starts: pass starts or keep own=True")
     allst = np.ascontiguousarray(np.concatenate(parts, axis=1).reshape(n, -1, L * r))
+    Bm = score_form(r // 2) if untied else np.zeros((r, r))
     h, val, gn, win, it = multistart(w.reshape(n, L * r), T, Vinv, float(sigma2), allst, float(gtol), int(max_iter),
-                                     _BLOCK)
+                                     _BLOCK, 1 if untied else 0, Bm)
     return ProxResult(h=h.reshape(n, L, r), value=val, converged=gn < gtol, grad_norm=gn, winner=win, iterations=it)
