@@ -25,6 +25,7 @@ import numpy as np
 STUDY_A = ((0.6, 0.4), (0.4, 0.6))
 APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
 POSITION_PRESETS = ("antipodal", "orthogonal", "simplex")
+STUDENTS = ("tied", "untied")
 # A = (1 - a) I + (a / L) 1 1^T with a = 0.8 gives the study's A at L = 2: the default family for L > 2.
 DEFAULT_MIX = 0.8
 
@@ -140,6 +141,8 @@ class Setting:
                 an L x L positive semi-definite matrix (nested lists, array or "g11,g12;g21,g22").
                 Default: 'antipodal' for L = 2, 'simplex' otherwise.
     L         : number of tokens; optional when A is given (then it must agree with A).
+    student   : "tied" (Q = K, the study's) or "untied" (separate Q and K, docs/untied.md).  The theory solves the
+                untied student as the tied engine at field rank 2r with the scores h^Q h^K^T (:attr:`field_rank`).
     """
 
     omega: float = 0.3
@@ -150,6 +153,7 @@ class Setting:
     r_star: int = 1
     positions: Any = None
     L: Any = None
+    student: str = "tied"
     _A_array: np.ndarray = field(init=False, repr=False, compare=False, hash=False)
     _G_array: np.ndarray = field(init=False, repr=False, compare=False, hash=False)
 
@@ -166,6 +170,10 @@ class Setting:
         r = check_int("r", self.r, 1)
         r_star = check_int("r_star", self.r_star, 1)
         L = None if self.L is None else check_int("L", self.L, 2)
+        if not isinstance(self.student, str):
+            raise TypeError(f"student must be a string, got {type(self.student).__name__} {self.student!r}")
+        if self.student not in STUDENTS:
+            raise ValueError(f"student must be one of {', '.join(STUDENTS)}, got {self.student!r}")
         if self.A is None:
             arr = np.array(STUDY_A if L in (None, 2) else mixing_A(L))
         else:
@@ -219,6 +227,16 @@ class Setting:
         return self._G_array
 
     @property
+    def untied(self) -> bool:
+        """The untied student (separate query and key matrices)."""
+        return self.student == "untied"
+
+    @property
+    def field_rank(self) -> int:
+        """Columns of the student field matrix the theory carries: r (tied), 2r (untied: query and key fields)."""
+        return 2 * self.r if self.untied else self.r
+
+    @property
     def rho(self) -> float:
         """Teacher self-overlap per rank direction: rho = sigma^2 Q*^T Q* / d -> sigma^2 I_{r*}."""
         return self.sigma**2
@@ -250,8 +268,9 @@ class Setting:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description; the study's setting keeps its first-version keys, plus L and positions."""
-        return {
+        """JSON-ready description; the study's setting keeps its first-version keys, plus L and positions (and
+        student, only for the untied student)."""
+        d = {
             "omega": self.omega,
             "sigma": self.sigma,
             "lam": self.lam,
@@ -261,6 +280,9 @@ class Setting:
             "L": self.L,
             "positions": self.positions if isinstance(self.positions, str) else [list(r) for r in self.positions],
         }
+        if self.untied:
+            d["student"] = self.student
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Setting:
@@ -272,7 +294,8 @@ class Setting:
         if isinstance(A, list):
             A = tuple(tuple(r) for r in A)
         return cls(omega=d.get("omega", 0.3), sigma=d.get("sigma", 0.5), lam=d.get("lam", 0.01), A=A,
-                   r=d.get("r", 1), r_star=d.get("r_star", 1), positions=pos, L=d.get("L"))
+                   r=d.get("r", 1), r_star=d.get("r_star", 1), positions=pos, L=d.get("L"),
+                   student=d.get("student", "tied"))
 
     def require_study_geometry(self) -> None:
         """For code paths that exist only for L = 2, r = r* = 1, antipodal positions."""

@@ -133,7 +133,8 @@ def run_compare(args: argparse.Namespace) -> int:
             runs = [simulate(setting, args.d, alpha, init=init, optimizer=args.optimizer, seed=s,
                              n_test=args.n_test, dtype=args.dtype, device=args.device, **_options(args))
                     for s in seeds]
-            fp = solve(setting, alpha, branch=init, precision=args.precision)
+            # The theory's setting names the student (the simulations take it as an option).
+            fp = solve(setting.replace(student=args.student), alpha, branch=init, precision=args.precision)
             rec: dict[str, Any] = {"alpha": alpha, "omega": setting.omega, "init": init, "d": args.d,
                                    "n": runs[0].n, "seeds": len(runs), "optimizer": args.optimizer,
                                    "converged": sum(r.converged for r in runs)}

@@ -12,6 +12,9 @@ With c = (rho - theta^T q^{-1} theta)^{1/2} (r* x r*):
     Vhat = -alpha E sum_l f_l xi_l^T q^{-1/2} + thetahat theta^T q^{-1}.
 Vhat is Stein's lemma applied to -alpha E sum_l d f_l / d omega_l (with h* fixed): the xi form keeps the
 contribution of the jumps of the global minimiser between basins, which the pointwise Jacobian misses.
+
+Untied student (setting.untied): r is the field rank 2r' (query fields, then key fields) and the prox's loss
+has the scores h^Q h^K^T; nothing else changes (docs/untied.md).
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ class ChannelOutput:
 
 
 def points_dim(setting: Setting) -> int:
-    """Dimension of the Gaussian integrals: L (r + r*)."""
-    return setting.L * (setting.r + setting.r_star)
+    """Dimension of the Gaussian integrals: L (r + r*) (untied: r is the field rank 2r)."""
+    return setting.L * (setting.field_rank + setting.r_star)
 
 
 def split_points(z: np.ndarray, L: int, r: int, r_star: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +68,7 @@ def _sqrt_sym(M: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def fields(setting: Setting, o: Overlaps, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
     """Student field means omega (n, L, r) and teacher fields h* (n, L, r*) at the points, plus the matrices."""
-    L, r, rs = setting.L, setting.r, setting.r_star
+    L, r, rs = setting.L, setting.field_rank, setting.r_star
     xi, eta = split_points(z, L, r, rs)
     qs, qis = _sqrt_sym(o.q, "q")
     resid = setting.rho_matrix - o.theta.T @ qis @ qis @ o.theta
@@ -100,7 +103,7 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
     T = target_attention(hstar, setting.omega, setting.A_array)
     V = 0.5 * (o.V + o.V.T)
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
-    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel)
+    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied)
     n = w.shape[0]
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
@@ -112,7 +115,7 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
     if b.has_theta:
         thetahat = alpha * _outer_mean(f, eta) @ mats["cinv"]
     else:
-        thetahat = np.zeros((setting.r, setting.r_star))
+        thetahat = np.zeros((setting.field_rank, setting.r_star))
     Vhat = -alpha * _outer_mean(f, xi) @ mats["qis"] + thetahat @ o.theta.T @ mats["qis"] @ mats["qis"]
     hats = Layout.for_setting(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
     return ChannelOutput(hats=hats, moreau=float(np.mean(sol.value)), prox_failures=int(np.sum(~sol.converged)),

@@ -2,7 +2,8 @@
 
 h_l = m_l + q^{1/2} xi_l and h*_l = theta^T q^{-1/2} xi_l + c eta_l are jointly Gaussian.  For L = 2,
 r = r* = 1 (four dimensions) a tensor Gauss-Hermite rule converges fast (error estimate: 20- vs 14-point
-rules); in more dimensions scrambled Sobol points (error estimate: spread over scramblings).
+rules); in more dimensions scrambled Sobol points (error estimate: spread over scramblings).  The untied student
+(setting.untied; fields h = (h^Q, h^K)) uses the bilinear scores h^Q h^K^T in the loss, always by QMC.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.attention import attention_loss, target_attention
+from attnphase.theory.attention import attention_loss, softmax_rows, target_attention
 from attnphase.theory.channel import fields, points_dim
 from attnphase.theory.loss import attention_loss as attention_loss_2d
 from attnphase.theory.loss import target_diagonal
@@ -38,19 +39,23 @@ def _te_qmc(setting: Setting, o: Overlaps, rep: int) -> float:
     z = gaussian_sobol(QMC_LOG2, points_dim(setting), 7919 + rep)
     w, hstar, _ = fields(setting, o, z)
     T = target_attention(hstar, setting.omega, setting.A_array)
+    if setting.untied:
+        half = w.shape[2] // 2
+        E = softmax_rows(np.einsum("nla,nka->nlk", w[:, :, :half], w[:, :, half:])) - T
+        return float(np.mean(0.5 * setting.sigma**2 * np.einsum("nlk,nlk->n", E, E)))
     return float(np.mean(attention_loss(w, T, setting.sigma**2)))
 
 
 def test_error_estimate(setting: Setting, o: Overlaps) -> float:
     """A single estimate (for per-replica spreads): the fine Gauss-Hermite rule or one QMC scrambling."""
-    if o.dims == (2, 1, 1):
+    if o.dims == (2, 1, 1) and not setting.untied:
         return _te_2d(FINE, setting, o)
     return _te_qmc(setting, o, 0)
 
 
 def test_error(setting: Setting, o: Overlaps) -> tuple[float, float]:
     """E[l(h, h*)] and an estimate of its integration error."""
-    if o.dims == (2, 1, 1):
+    if o.dims == (2, 1, 1) and not setting.untied:
         fine = _te_2d(FINE, setting, o)
         return fine, abs(fine - _te_2d(COARSE, setting, o))
     vals = np.array([_te_qmc(setting, o, k) for k in range(QMC_REPLICAS)])

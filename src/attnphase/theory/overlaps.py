@@ -43,18 +43,30 @@ def _as_matrix(name: str, value: Any, legacy_pair: bool = False) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Overlaps:
-    """Order parameters: q, V (r x r), m (L x r), theta (r x r*).  Scalars are read as the study's case."""
+    """Order parameters: q, V (r x r), m (L x r), theta (r x r*).  Scalars are read as the study's case.
+
+    untied: the untied student's overlaps at field rank r = 2r' (query fields first, then key fields); only the
+    joint rotation of both blocks is a symmetry (:func:`canonical_gauge`), and :func:`results.summaries` reports
+    the bilinear (query-key) overlaps."""
 
     q: np.ndarray
     m: np.ndarray
     V: np.ndarray
     theta: np.ndarray
+    untied: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "q", _as_matrix("q", self.q))
         object.__setattr__(self, "m", _as_matrix("m", self.m, legacy_pair=True))
         object.__setattr__(self, "V", _as_matrix("V", self.V))
         object.__setattr__(self, "theta", _as_matrix("theta", self.theta))
+        object.__setattr__(self, "untied", bool(self.untied))
+        if self.untied and self.q.shape[0] % 2:
+            raise ValueError(f"untied overlaps need an even field rank (query and key blocks), got {self.q.shape[0]}")
+
+    def as_untied(self, untied: bool = True) -> Overlaps:
+        """The same arrays marked as the untied (or tied) student's."""
+        return Overlaps(q=self.q, m=self.m, V=self.V, theta=self.theta, untied=untied)
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -149,18 +161,23 @@ class Layout:
     basis: np.ndarray  # L x k, m = basis @ c
     _pinv: np.ndarray = field(repr=False)
     sizes: tuple[int, int, int, int] = (0, 0, 0, 0)
+    untied: bool = False  # r is the untied student's field rank 2r'; unpack marks the Overlaps so
 
     @classmethod
-    def build(cls, L: int, r: int, r_star: int, G: np.ndarray, branch: str | Branch) -> Layout:
+    def build(cls, L: int, r: int, r_star: int, G: np.ndarray, branch: str | Branch, untied: bool = False) -> Layout:
         b = as_branch(branch)
         U = range_basis(G)
         nt = r * (r + 1) // 2
         sizes = (nt, U.shape[1] * r if b.has_m else 0, nt, r * r_star if b.has_theta else 0)
-        return cls(L=L, r=r, r_star=r_star, branch=b, basis=U, _pinv=np.linalg.pinv(U), sizes=sizes)
+        return cls(L=L, r=r, r_star=r_star, branch=b, basis=U, _pinv=np.linalg.pinv(U), sizes=sizes,
+                   untied=bool(untied))
 
     @classmethod
     def for_setting(cls, setting: Any, branch: str | Branch) -> Layout:
-        return cls.build(setting.L, setting.r, setting.r_star, setting.gram, branch)
+        """The setting's layout at its field rank (r, or 2r for the untied student)."""
+        untied = bool(getattr(setting, "untied", False))
+        return cls.build(setting.L, setting.field_rank if untied else setting.r, setting.r_star, setting.gram, branch,
+                         untied)
 
     @property
     def size(self) -> int:
@@ -203,7 +220,7 @@ class Layout:
         V = _sym_from_triu(x[sV], self.r)
         m = self.basis @ x[sm].reshape(-1, self.r) if self.branch.has_m else np.zeros((self.L, self.r))
         theta = x[st].reshape(self.r, self.r_star) if self.branch.has_theta else np.zeros((self.r, self.r_star))
-        return Overlaps(q=q, m=m, V=V, theta=theta)
+        return Overlaps(q=q, m=m, V=V, theta=theta, untied=self.untied)
 
     def project(self, o: Overlaps) -> Overlaps:
         """The branch's constraints and the symmetries of q, V imposed exactly."""
@@ -276,10 +293,54 @@ def rotate(o: Overlaps, R: np.ndarray, R_star: np.ndarray | None = None) -> Over
     th = R.T @ o.theta
     if R_star is not None:
         th = th @ R_star
-    return Overlaps(q=R.T @ o.q @ R, m=o.m @ R, V=R.T @ o.V @ R, theta=th)
+    return Overlaps(q=R.T @ o.q @ R, m=o.m @ R, V=R.T @ o.V @ R, theta=th, untied=o.untied)
 
 
-def canonical_gauge(o: Overlaps) -> Overlaps:
-    """The orbit's representative chosen by :func:`canonical_rotation` (r = r* = 1: the sign flip)."""
-    R, Rs = canonical_rotation(o)
+def untied_rotation(o: Overlaps) -> tuple[np.ndarray, np.ndarray]:
+    """Orthogonal (diag(R, R), R*) picking one representative of an untied orbit.  The untied scores
+    h^Q_l . h^K_k are invariant only under the joint rotation (Q, K) -> (Q R, K R) (r' = 1: the joint sign flip),
+    not under rotations mixing query and key fields: R is :func:`canonical_rotation`'s choice for the stacked
+    pseudo-overlaps (q_QQ + q_KK, [m_Q; m_K], [theta_Q, theta_K]); then R* as in canonical_rotation."""
+    r = o.q.shape[0] // 2
+    pseudo = Overlaps(q=o.q[:r, :r] + o.q[r:, r:], m=np.vstack([o.m[:, :r], o.m[:, r:]]),
+                      V=o.V[:r, :r] + o.V[r:, r:], theta=np.hstack([o.theta[:r], o.theta[r:]]))
+    R, _ = canonical_rotation(pseudo)
+    Rf = np.zeros((2 * r, 2 * r))
+    Rf[:r, :r] = R
+    Rf[r:, r:] = R
+    th = Rf.T @ o.theta
+    _, _, Vt = np.linalg.svd(th, full_matrices=True)
+    Rs = Vt.T
+    th2 = th @ Rs
+    for j in range(Rs.shape[1]):
+        col = th2[:, j]
+        if np.abs(col).max() > 0 and col[int(np.argmax(np.abs(col)))] < 0:
+            Rs[:, j] = -Rs[:, j]
+    return Rf, Rs
+
+
+def canonical_gauge(o: Overlaps, untied: bool | None = None) -> Overlaps:
+    """The orbit's representative chosen by :func:`canonical_rotation` (r = r* = 1: the sign flip); for untied
+    overlaps (o.untied, or untied=True) by :func:`untied_rotation` (the result is marked untied)."""
+    if untied is None:
+        untied = o.untied
+    if untied:
+        o = o.as_untied()
+        R, Rs = untied_rotation(o)
+    else:
+        R, Rs = canonical_rotation(o)
     return rotate(o, R, Rs)
+
+
+def lift_to_untied(o: Overlaps, corr: float = 0.9) -> Overlaps:
+    """Untied overlaps at field rank 2r from tied ones (Q = K): m = [m, m], theta = [theta; theta], V = diag(V, V),
+    q = [[q, c q], [c q, q]] with c = corr < 1 (c = 1, the exact lift, has a singular q: the channel needs q
+    positive definite).  A starting point in the tied fixed point's branch, not an untied fixed point."""
+    if not 0.0 <= corr < 1.0:
+        raise ValueError(f"corr must lie in [0, 1), got {corr}")
+    if o.untied:
+        raise ValueError("the overlaps are already untied")
+    r = o.q.shape[0]
+    q = np.block([[o.q, corr * o.q], [corr * o.q, o.q]])
+    V = np.block([[o.V, np.zeros((r, r))], [np.zeros((r, r)), o.V]])
+    return Overlaps(q=q, m=np.hstack([o.m, o.m]), V=V, theta=np.vstack([o.theta, o.theta]), untied=True)

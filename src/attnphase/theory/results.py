@@ -41,12 +41,39 @@ def summaries(o: Overlaps) -> dict[str, float]:
     """Scalars for plots and tables.  Study geometry: q, |m| (= |m_1|), |theta|, V exactly as before.
 
     q, V: tr(.) / r;  m: root mean square over tokens of |m_l| (= |m_1| when m_2 = -m_1);
-    theta: largest singular value (= |theta| for r = r* = 1)."""
+    theta: largest singular value (= |theta| for r = r* = 1).  Untied overlaps: see :func:`untied_summaries`."""
+    if o.untied:
+        return untied_summaries(o)
     r = o.q.shape[0]
     with np.errstate(invalid="ignore"):
         theta_sv = np.linalg.svd(o.theta, compute_uv=False) if np.all(np.isfinite(o.theta)) else [float("nan")]
         return {"q": float(np.trace(o.q) / r), "m": float(np.sqrt(np.sum(o.m**2) / o.m.shape[0])),
                 "V": float(np.trace(o.V) / r), "theta": float(np.max(theta_sv))}
+
+
+def untied_summaries(o: Overlaps) -> dict[str, float]:
+    """The untied student's scalars, as the simulation records them (docs/untied.md), with r' = r / 2 and the
+    blocks Q (first r' field columns) and K:
+
+    q = tr(q_QK) / r' (the bilinear overlap sigma^2 Q^T K / d), m = sqrt(|tr(m_Q^T m_K)| / L) (= sqrt|m_Q m_K| for
+    L = 2, r = 1, m_2 = -m_1), theta = sqrt(largest singular value of theta_Q^T theta_K) (= sqrt|theta_Q theta_K|
+    for r' = r* = 1), V = tr(V) / r; per factor q_Q, q_K, q_QK (traces / r'), m_Q, m_K (root mean square over
+    tokens of |m_l|), theta_Q, theta_K (largest singular values).  All invariant under the joint rotation."""
+    r = o.q.shape[0] // 2
+    L = o.m.shape[0]
+    mq, mk, tq, tk = o.m[:, :r], o.m[:, r:], o.theta[:r], o.theta[r:]
+    finite = bool(np.all(np.isfinite(o.theta)))
+
+    def sv(a: np.ndarray) -> float:
+        return float(np.max(np.linalg.svd(a, compute_uv=False))) if finite else float("nan")
+
+    with np.errstate(invalid="ignore"):
+        return {"q": float(np.trace(o.q[:r, r:]) / r), "m": float(np.sqrt(abs(np.sum(mq * mk)) / L)),
+                "V": float(np.trace(o.V) / (2 * r)), "theta": float(np.sqrt(sv(tq.T @ tk))),
+                "q_Q": float(np.trace(o.q[:r, :r]) / r), "q_K": float(np.trace(o.q[r:, r:]) / r),
+                "q_QK": float(np.trace(o.q[:r, r:]) / r),
+                "m_Q": float(np.sqrt(np.sum(mq**2) / L)), "m_K": float(np.sqrt(np.sum(mk**2) / L)),
+                "theta_Q": sv(tq), "theta_K": sv(tk)}
 
 
 @dataclass(init=False)
@@ -58,7 +85,9 @@ class FixedPoint:
     warnings  : notes that do not invalidate the result (e.g. proximal points above the gradient tolerance).
     errors    : one-standard-error integration-error estimates (spread over independent scramblings) of the
                 scalar summaries (q, m, V, theta; see :func:`summaries`), train_loss and test_error.
-    overlaps  : arrays q, V (r x r), m (L x r), theta (r x r*); accessors fp.q, fp.m, fp.V, fp.theta.
+    overlaps  : arrays q, V (r x r), m (L x r), theta (r x r*); accessors fp.q, fp.m, fp.V, fp.theta.  For the
+                untied student (setting["student"] == "untied") r is the field rank 2r' and the summaries are
+                :func:`untied_summaries`.
     """
 
     alpha: float
@@ -95,6 +124,8 @@ class FixedPoint:
         self.omega = float(omega)
         self.branch = str(branch)
         self.overlaps = overlaps if isinstance(overlaps, Overlaps) else Overlaps(**overlaps)
+        if (setting or {}).get("student") == "untied" and not self.overlaps.untied:
+            self.overlaps = self.overlaps.as_untied()  # the summaries are the untied student's
         self.hats = hats if isinstance(hats, HatOverlaps) else HatOverlaps(**hats)
         self.train_loss = float(train_loss) if train_loss is not None else float("nan")
         self.test_error = float(test_error) if test_error is not None else float("nan")

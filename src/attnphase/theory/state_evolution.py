@@ -20,7 +20,7 @@ from attnphase.theory.channel import ChannelOutput, points_dim, update_hatoverla
 from attnphase.theory.fixed_point import Inadmissible, SolverResult, Status, anderson, chord, jacobian, newton_matrix
 from attnphase.theory.observables import test_error as _test_error
 from attnphase.theory.observables import test_error_estimate
-from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge
+from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge, lift_to_untied
 from attnphase.theory.prior import prior_energy, update_overlaps
 from attnphase.theory.quadrature import gaussian_sobol
 from attnphase.theory.results import BRANCHES, FixedPoint, summaries
@@ -83,8 +83,13 @@ def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     """Starting overlaps.  Study (L = 2, r = r* = 1): positional (q, m, V, theta) = (0.02, 0.2, 15, 0), semantic
     (0.9, 0, 15, 0.35), agnostic (0.05, 0, 15, 0).  In general: V = 15 (sigma^2 / lambda) / 25 times I; positional m
     along the leading direction of the positional Gram matrix in the first rank direction; semantic theta = 0.35
-    on the first min(r, r*) diagonal entries with q = 0.9 there and 0.05 in the other student directions."""
+    on the first min(r, r*) diagonal entries with q = 0.9 there and 0.05 in the other student directions.  Untied
+    student: the tied start lifted (overlaps.lift_to_untied: m = [m, m], theta = [theta; theta], q's blocks 0.9
+    correlated)."""
     b = as_branch(branch)
+    if setting.untied:
+        # The tied default start lifted to the untied field rank (Q = K up to a slightly decorrelated q).
+        return lift_to_untied(default_start(setting.replace(student="tied"), b))
     L, r, rs = setting.L, setting.r, setting.r_star
     V = 15.0 * (setting.sigma**2 / setting.lam) / 25.0 * np.eye(r)
     m = np.zeros((L, r))
@@ -121,7 +126,7 @@ class BranchMap:
         self.points = points
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
-        self.gauge = setting.r > 1 or setting.r_star > 1
+        self.gauge = setting.field_rank > 1 or setting.r_star > 1
         if points.shape[0] != points_dim(setting):
             raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
 
@@ -136,7 +141,7 @@ class BranchMap:
         out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
         new = update_overlaps(self.setting, out.hats)
         if self.gauge:
-            new = canonical_gauge(new)
+            new = canonical_gauge(new, untied=self.setting.untied)
         return self.layout.pack(new), out
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -203,7 +208,7 @@ def _target_met(summ: list[dict], energies: list[float], target: float, branch: 
 
 
 def _nan_overlaps(setting: Setting) -> tuple[Overlaps, HatOverlaps]:
-    L, r, rs = setting.L, setting.r, setting.r_star
+    L, r, rs = setting.L, setting.field_rank, setting.r_star
     nan = np.nan
     return (Overlaps(q=np.full((r, r), nan), m=np.full((L, r), nan), V=np.full((r, r), nan),
                      theta=np.full((r, rs), nan)),
@@ -218,8 +223,13 @@ def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> O
     o = init.overlaps if isinstance(init, FixedPoint) else init
     if not isinstance(o, Overlaps):
         raise TypeError("init must be Overlaps or a FixedPoint")
-    if o.dims != (setting.L, setting.r, setting.r_star):
-        raise ValueError(f"init has shapes (L, r, r*) = {o.dims}, the setting {(setting.L, setting.r, setting.r_star)}")
+    if o.dims != (setting.L, setting.field_rank, setting.r_star):
+        want = (setting.L, setting.field_rank, setting.r_star)
+        raise ValueError(f"init has shapes (L, r, r*) = {o.dims}, the setting {want}"
+                         + (" (untied: r is the field rank 2r; overlaps.lift_to_untied lifts a tied point)"
+                            if setting.untied else ""))
+    if setting.untied:
+        o = o.as_untied()
     if not all(np.all(np.isfinite(getattr(o, k))) for k in ("q", "m", "V", "theta")):
         return d0
     o = Layout.for_setting(setting, b).project(canonical_gauge(o))

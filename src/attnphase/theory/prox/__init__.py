@@ -4,8 +4,9 @@ At each point i find the global minimiser over h in R^{L x r} of
 
     F(h) = sum_l (1/2) (h_l - w_l)^T Vinv (h_l - w_l) + (sigma2/2) sum_{l,k} (S_lk(h) - T_lk)^2,
 
-S the row-wise softmax of the scores h_l . h_k, T the target attention (rows sum to 1).  Every
-implementation has the signature
+S the row-wise softmax of the scores h_l . h_k, T the target attention (rows sum to 1).  With untied=True (the
+untied student, docs/untied.md) r is even, h_l = (h^Q_l, h^K_l) and the scores are h^Q_l . h^K_k = h_l^T B h_k,
+B = [[0, I], [0, 0]]; only ``general`` and ``reference`` implement it.  Every implementation has the signature
 
     kernel(w: (n, L, r), T: (n, L, L), Vinv: (r, r), sigma2: float, starts: (n, S, L, r) | None) -> ProxOutput
 
@@ -47,21 +48,23 @@ def check_inputs(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[np.nda
     return w, T, Vinv
 
 
-def choose_kernel(L: int, r: int, kernel: str = "auto") -> str:
+def choose_kernel(L: int, r: int, kernel: str = "auto", untied: bool = False) -> str:
     if kernel not in KERNELS:
         raise ValueError(f"prox kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if untied and kernel == "l2r1":
+        raise ValueError("the l2r1 prox kernel implements the tied scores only; use 'general' for the untied student")
     if kernel == "auto":
-        return "l2r1" if (L == 2 and r == 1) else "general"
+        return "l2r1" if (L == 2 and r == 1 and not untied) else "general"
     if kernel == "l2r1" and not (L == 2 and r == 1):
         raise ValueError(f"the l2r1 prox kernel needs L = 2, r = 1, got L = {L}, r = {r}")
     return kernel
 
 
 def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
-         *, kernel: str = "auto", gtol: float = 1e-9) -> ProxOutput:
+         *, kernel: str = "auto", gtol: float = 1e-9, untied: bool = False) -> ProxOutput:
     """Global minimiser of F at every point with the chosen implementation (see the module docstring)."""
     w, T, Vinv = check_inputs(w, T, Vinv)
-    name = choose_kernel(w.shape[1], w.shape[2], kernel)
+    name = choose_kernel(w.shape[1], w.shape[2], kernel, untied)
     if name == "l2r1":
         from attnphase.theory.prox.l2r1 import prox_l2r1
 
@@ -69,7 +72,7 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
     if name == "general":
         from attnphase.theory.prox.general import prox_general
 
-        return prox_general(w, T, Vinv, float(sigma2), starts, gtol=gtol)
+        return prox_general(w, T, Vinv, float(sigma2), starts, gtol=gtol, untied=untied)
     from attnphase.theory.prox.reference import prox_reference
 
-    return prox_reference(w, T, Vinv, float(sigma2), starts, gtol=gtol)
+    return prox_reference(w, T, Vinv, float(sigma2), starts, gtol=gtol, untied=untied)

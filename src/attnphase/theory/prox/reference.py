@@ -1,4 +1,5 @@
-"""Slow, obviously correct proximal map: L-BFGS (scipy) from many starts, one point at a time.
+"""Slow, obviously correct proximal map: L-BFGS (scipy) from many starts, one point at a time (tied scores h h^T, or
+with untied=True the untied student's h^Q h^K^T).
 
 For tests and for holding the compiled kernels to account, never for fixed points.  Starts: w, -w, the
 given extra starts, and random ones scaled like w and like the loss's own zeros (O(1) scores).
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from attnphase.theory.attention import attention_loss, attention_loss_grad
+from attnphase.theory.attention import attention_loss, attention_loss_grad, softmax_rows
 
 
 @dataclass
@@ -22,20 +23,38 @@ class ReferenceResult:
     grad_norm: np.ndarray
 
 
-def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float) -> np.ndarray:
+def untied_loss_grad(h: np.ndarray, T: np.ndarray, sigma2: float) -> tuple[np.ndarray, np.ndarray]:
+    """The untied loss and its gradient: h = (h^Q, h^K) (n, L, 2r'), scores s = h^Q h^K^T;
+    with D = dl/ds (as in attention_loss_grad): dl/dh^Q = D h^K, dl/dh^K = D^T h^Q."""
+    half = h.shape[2] // 2
+    hq, hk = h[:, :, :half], h[:, :, half:]
+    S = softmax_rows(np.einsum("nla,nka->nlk", hq, hk))
+    E = S - T
+    value = 0.5 * sigma2 * np.einsum("nlk,nlk->n", E, E)
+    gS = sigma2 * E
+    D = S * (gS - np.sum(S * gS, axis=-1, keepdims=True))
+    grad = np.concatenate([D @ hk, np.swapaxes(D, 1, 2) @ hq], axis=2)
+    return value, grad
+
+
+def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float,
+              untied: bool = False) -> np.ndarray:
     """F(h) at every point: h, w (n, L, r), T (n, L, L)."""
     d = h - w
-    return 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d) + attention_loss(h, T, sigma2)
+    loss = untied_loss_grad(h, T, sigma2)[0] if untied else attention_loss(h, T, sigma2)
+    return 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d) + loss
 
 
-def objective_grad(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float):
+def objective_grad(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float,
+                   untied: bool = False):
     d = h - w
-    val, g = attention_loss_grad(h, T, sigma2)
+    val, g = untied_loss_grad(h, T, sigma2) if untied else attention_loss_grad(h, T, sigma2)
     return val + 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d), g + d @ Vinv
 
 
 def prox_reference(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
-                   *, gtol: float = 1e-9, n_random: int = 24, seed: int = 0) -> ReferenceResult:
+                   *, gtol: float = 1e-9, n_random: int = 24, seed: int = 0, untied: bool = False) -> ReferenceResult:
+    """untied: the scores h^Q h^K^T of h = (h^Q, h^K) (r even) instead of h h^T."""
     n, L, r = w.shape
     rng = np.random.default_rng(seed)
     out_h = np.empty_like(w)
@@ -45,7 +64,7 @@ def prox_reference(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float
         wi, Ti = w[i:i + 1], T[i:i + 1]
 
         def fg(x, wi=wi, Ti=Ti):
-            v, g = objective_grad(x.reshape(1, L, r), wi, Ti, Vinv, sigma2)
+            v, g = objective_grad(x.reshape(1, L, r), wi, Ti, Vinv, sigma2, untied)
             return float(v[0]), g.reshape(-1)
 
         cands = [wi[0], -wi[0]]
