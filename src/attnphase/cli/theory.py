@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
+from attnphase.cli.simulate import STUDENTS
 
 THEORY_COLUMNS = ["alpha", "omega", "branch", "q", "m", "theta", "V", "train_loss", "train_loss_err", "test_error",
                   "test_error_err", "converged", "iterations", "status", "warnings"]
@@ -41,7 +42,8 @@ def _theory(args: argparse.Namespace) -> int:
     for a in alphas:
         if not a > 0:
             raise ValueError(f"--alpha: values must be > 0, got {a:g}")
-    settings = [check_theory_setting(setting_from_args(args, omega=w)) for w in omegas]  # all checked before work
+    settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
+                for w in omegas]  # all checked before work
     table = not (args.json or args.csv)
     branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
     from attnphase.progress import progress_bar
@@ -107,6 +109,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which fixed point(s); global: the branch with the lower train_loss (default all)")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
+    p.add_argument("--student", default="tied", choices=STUDENTS,
+                   help="tied Q = K (default) or untied Q, K: the equations at field rank 2r with the bilinear scores; "
+                        "q, m, theta are then the query-key overlaps (docs/untied.md)")
     add_output_args(p)
     p.set_defaults(func=_theory)
 
