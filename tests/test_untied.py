@@ -105,3 +105,158 @@ def test_cli_simulate_untied(capsys):
     recs = json.loads(capsys.readouterr().out)
     assert rc == 0 and recs[0]["student"] == "untied" and recs[0]["init_scale"] == 0.3
     assert main(["simulate", "--d", "12", "--alpha", "1", "--student", "half", "--device", "cpu"]) == 2
+
+
+# -- The asymptotic theory of the untied student (field rank 2r, scores h^Q h^K^T)
+
+def test_setting_student_field_and_json():
+    from attnphase.theory.overlaps import Layout
+
+    tied, untied = Setting(), Setting(student="untied")
+    assert "student" not in tied.to_dict()  # the study's JSON and store keys are unchanged
+    assert untied.to_dict()["student"] == "untied" and Setting.from_dict(untied.to_dict()) == untied
+    assert Setting.from_dict(tied.to_dict()) == tied and tied != untied
+    assert (tied.field_rank, untied.field_rank, Setting(r=2, student="untied").field_rank) == (1, 2, 4)
+    assert untied.is_study_geometry  # the simulation's records keep the study's scalar format
+    assert Layout.for_setting(untied, "positional").r == 2
+    with pytest.raises(ValueError, match="student"):
+        Setting(student="both")
+    with pytest.raises(TypeError, match="student"):
+        Setting(student=1)
+
+
+def _untied_overlaps(seed: int = 0, r: int = 1, rs: int = 1, L: int = 2):
+    from attnphase.theory.overlaps import Overlaps
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(2 * r, 2 * r))
+    return Overlaps(q=A @ A.T + np.eye(2 * r), m=rng.normal(size=(L, 2 * r)), V=np.eye(2 * r) * 15,
+                    theta=rng.normal(size=(2 * r, rs)), untied=True)
+
+
+@pytest.mark.parametrize("r,rs", [(1, 1), (2, 1), (2, 2)])
+def test_untied_gauge_rotates_query_and_key_together(r, rs):
+    """Only (Q, K) -> (Q R, K R) (and the teacher's rotation) is a symmetry: the gauge picks the same
+    representative on each orbit and never mixes query and key fields (the bilinear overlaps survive)."""
+    from scipy.stats import ortho_group
+
+    from attnphase.theory.overlaps import canonical_gauge, rotate
+    from attnphase.theory.results import summaries
+
+    o = _untied_overlaps(r=r, rs=rs)
+    R = ortho_group.rvs(r, random_state=1) if r > 1 else np.array([[-1.0]])
+    Rf = np.block([[R, np.zeros((r, r))], [np.zeros((r, r)), R]])
+    Rs = ortho_group.rvs(rs, random_state=2) if rs > 1 else np.array([[-1.0]])
+    g1, g2 = canonical_gauge(o), canonical_gauge(rotate(o, Rf, Rs))
+    for k in ("q", "m", "V", "theta"):
+        np.testing.assert_allclose(getattr(g1, k), getattr(g2, k), atol=1e-10)
+    assert g1.untied and g2.untied
+    s0, s1 = summaries(o), summaries(g1)
+    assert s0.keys() == s1.keys() and "q_QK" in s0
+    for k in s0:
+        assert s1[k] == pytest.approx(s0[k], rel=1e-10, abs=1e-12)
+    # the tied gauge on the same arrays would rotate the 2r field space freely: the bilinear trace changes
+    tied = canonical_gauge(o.as_untied(False))
+    assert not np.isclose(np.trace(tied.q[:r, r:]), np.trace(o.q[:r, r:]))
+
+
+def test_untied_summaries_are_the_simulation_records():
+    """r = r* = 1: m = sqrt|m_Q m_K|, theta = sqrt|theta_Q theta_K|, q = the Q-K overlap (docs/untied.md)."""
+    from attnphase.theory.overlaps import Overlaps
+    from attnphase.theory.results import summaries
+
+    o = Overlaps(q=[[0.04, 0.03], [0.03, 0.05]], m=[[0.2, -0.3], [-0.2, 0.3]], V=np.eye(2) * 15,
+                 theta=[[0.1], [0.4]], untied=True)
+    s = summaries(o)
+    assert s["m"] == pytest.approx(math.sqrt(0.2 * 0.3)) and s["theta"] == pytest.approx(math.sqrt(0.04))
+    assert (s["q"], s["q_Q"], s["q_K"], s["m_Q"], s["m_K"]) == pytest.approx((0.03, 0.04, 0.05, 0.2, 0.3))
+    assert (s["theta_Q"], s["theta_K"]) == pytest.approx((0.1, 0.4))
+
+
+def test_lift_to_untied():
+    from attnphase.theory.overlaps import Overlaps, lift_to_untied
+    from attnphase.theory.results import summaries
+
+    t = Overlaps(q=0.05, m=0.2, V=15.0, theta=0.3)
+    u = lift_to_untied(t, corr=0.5)
+    assert u.untied and u.dims == (2, 2, 1)
+    np.testing.assert_allclose(u.q, [[0.05, 0.025], [0.025, 0.05]])
+    s = summaries(u)
+    assert (s["m"], s["theta"], s["m_Q"], s["m_K"]) == pytest.approx((0.2, 0.3, 0.2, 0.2))
+    with pytest.raises(ValueError, match="corr"):
+        lift_to_untied(t, corr=1.0)
+    with pytest.raises(ValueError, match="already"):
+        lift_to_untied(u)
+
+
+def _tiny():
+    from attnphase.theory.state_evolution import Precision
+
+    # 2^10 points, 2 scramblings: a smoke-test precision (a few seconds), not a result.
+    return Precision("tiny", 10, 2, 1e-3, max_iter=60, accept=3e-2)
+
+
+def test_untied_theory_solves_and_round_trips():
+    from attnphase.theory import FixedPoint, solve
+    from attnphase.theory.results import untied_summaries
+
+    s = Setting(omega=0.3, student="untied")
+    fp = solve(s, 2.0, "positional", precision=_tiny())
+    assert fp.valid, fp.message
+    assert fp.overlaps.untied and fp.overlaps.dims == (2, 2, 1) and fp.setting["student"] == "untied"
+    summ = fp.summary()
+    assert summ == untied_summaries(fp.overlaps)
+    np.testing.assert_allclose(fp.theta, 0.0)  # positional branch: theta = 0 exactly
+    # the penalty on each factor balances them (||Q|| = ||K||) and Q, K are strongly aligned
+    assert summ["q_Q"] == pytest.approx(summ["q_K"], rel=0.05)
+    assert 0.7 < summ["q_QK"] / summ["q_Q"] <= 1.0 + 1e-9
+    assert 0.2 < summ["m"] < 0.35 and 0 < fp.test_error < 0.01 and 0 < fp.train_loss < 0.01
+    back = FixedPoint.from_dict(json.loads(json.dumps(fp.to_dict())))
+    assert back.overlaps.untied and back.summary() == pytest.approx(summ)
+    # a tied-shaped init is a clear error before any work (overlaps.lift_to_untied lifts it)
+    from attnphase.theory.overlaps import Overlaps
+
+    with pytest.raises(ValueError, match="lift_to_untied"):
+        solve(s, 2.0, "positional", precision=_tiny(), init=Overlaps(q=0.05, m=0.2, V=15.0, theta=0.0))
+
+
+def test_cli_theory_student_is_checked():
+    assert main(["theory", "--alpha", "1.5", "--student", "half"]) == 2
+
+
+def _sim_vs_theory(alpha: float, branch: str, seeds: range, precision: str = "fast"):
+    from attnphase.theory import solve
+
+    runs = [simulate(Setting(omega=0.3), 500, alpha, init=branch, optimizer="lbfgs", seed=s, n_test=2000,
+                     device="cpu", student="untied").to_dict() for s in seeds]
+    fp = solve(Setting(omega=0.3, student="untied"), alpha, branch, precision=precision)
+    return runs, fp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alpha,branch", [(1.0, "positional"), (1.5, "positional"), (2.0, "positional"),
+                                          (1.5, "semantic"), (2.0, "semantic")])
+def test_untied_theory_matches_simulation(alpha, branch):
+    """d = 500, 8 seeds, L-BFGS from the structured start of the branch: test error, train loss and the
+    branch's order parameter (m positional, theta semantic) within 3 standard errors + 5% of the theory
+    ('fast' precision).  At alpha = 1 the semantic start leaves its branch at d = 500 (not compared)."""
+    runs, fp = _sim_vs_theory(alpha, branch, range(8))
+    assert fp.valid, fp.message
+    theory = {"test_error": fp.test_error, "train_loss": fp.train_loss, **fp.summary()}
+    for key in ("test_error", "train_loss", "m" if branch == "positional" else "theta"):
+        v = np.array([r[key] for r in runs])
+        se = v.std(ddof=1) / math.sqrt(len(v))
+        assert abs(v.mean() - theory[key]) <= 3 * se + 0.05 * abs(theory[key]), (key, v.mean(), se, theory[key])
+
+
+@pytest.mark.slow
+def test_cli_theory_and_compare_untied(capsys):
+    assert main(["theory", "--alpha", "2", "--branch", "semantic", "--student", "untied", "--precision", "fast",
+                 "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)[0]
+    assert rec["converged"] and rec["setting"]["student"] == "untied" and len(rec["q"]) == 2
+    assert main(["compare", "--d", "60", "--alpha", "2", "--seeds", "0:1", "--optimizer", "lbfgs", "--student",
+                 "untied", "--precision", "fast", "--device", "cpu", "--n-test", "200", "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    sem = next(r for r in recs if r["init"] == "semantic")
+    assert sem["theory_converged"] and sem["theta_theory"] == pytest.approx(0.1196, rel=0.03)

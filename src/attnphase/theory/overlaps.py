@@ -299,15 +299,29 @@ def rotate(o: Overlaps, R: np.ndarray, R_star: np.ndarray | None = None) -> Over
 def untied_rotation(o: Overlaps) -> tuple[np.ndarray, np.ndarray]:
     """Orthogonal (diag(R, R), R*) picking one representative of an untied orbit.  The untied scores
     h^Q_l . h^K_k are invariant only under the joint rotation (Q, K) -> (Q R, K R) (r' = 1: the joint sign flip),
-    not under rotations mixing query and key fields: R is :func:`canonical_rotation`'s choice for the stacked
-    pseudo-overlaps (q_QQ + q_KK, [m_Q; m_K], [theta_Q, theta_K]); then R* as in canonical_rotation."""
+    not under rotations mixing query and key fields; the teacher's rotation theta -> theta R* is exact too.
+
+    R: eigenvectors (largest first) of M^T M + theta_Q theta_Q^T + theta_K theta_K^T with M = [m_Q; m_K] (both
+    terms teacher-invariant), or of q_QQ + q_KK where that vanishes; signs: the largest entry of M R in each column
+    positive (of (q_QQ + q_KK) R where that column of M R is zero).  R*: right singular vectors of diag(R, R)^T
+    theta, each column's largest entry made positive.  With m = 0 the student flip only changes the sign of theta,
+    which R* then fixes, so the representative is unique up to degenerate eigenvalues."""
     r = o.q.shape[0] // 2
-    pseudo = Overlaps(q=o.q[:r, :r] + o.q[r:, r:], m=np.vstack([o.m[:, :r], o.m[:, r:]]),
-                      V=o.V[:r, :r] + o.V[r:, r:], theta=np.hstack([o.theta[:r], o.theta[r:]]))
-    R, _ = canonical_rotation(pseudo)
+    M = np.vstack([o.m[:, :r], o.m[:, r:]])
+    tq, tk = o.theta[:r], o.theta[r:]
+    A = M.T @ M + tq @ tq.T + tk @ tk.T
+    qs = o.q[:r, :r] + o.q[r:, r:]
+    tol = 1e-12 * max(1.0, float(np.abs(A).max()))
+    _, W = np.linalg.eigh(A if np.abs(A).max() > tol else qs)
+    W = W[:, ::-1]
+    MW, qW = M @ W, qs @ W
+    for j in range(r):
+        col = MW[:, j] if np.abs(MW[:, j]).max() > tol else qW[:, j]
+        if col[int(np.argmax(np.abs(col)))] < 0:
+            W[:, j] = -W[:, j]
     Rf = np.zeros((2 * r, 2 * r))
-    Rf[:r, :r] = R
-    Rf[r:, r:] = R
+    Rf[:r, :r] = W
+    Rf[r:, r:] = W
     th = Rf.T @ o.theta
     _, _, Vt = np.linalg.svd(th, full_matrices=True)
     Rs = Vt.T
