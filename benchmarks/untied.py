@@ -1,13 +1,17 @@
 """Benchmark: tied vs untied student against alpha (issue 10): test error and overlaps, both structured starts and
-random starts, several seeds, with the tied theory's fixed points for reference.
+random starts, several seeds, each next to its own theory (tied rows: the tied fixed points; untied rows: the
+untied student's fixed points, solve(Setting(student="untied"), ...)).
 
     python benchmarks/untied.py                                  # omega = 0.3, d = 500, alphas 0.5,1,1.5,2
     python benchmarks/untied.py --d 200 --seeds 0:1 --json out.json
+    python benchmarks/untied.py --students untied --inits positional,semantic --alphas 1,1.5,2 --seeds 0:8
 
 Each run is `simulate(..., optimizer="lbfgs")` (50 GD warm-up steps, then L-BFGS to g_rms <= 1e-9).  The table
 has one row per (alpha, student, init): mean and standard error over seeds of test_error, train_loss, m and
 theta (untied: geometric means of the Q and K overlaps), the class of the end point by the basins rule
-(counts), and the tied theory's test error and overlaps of the matching branch.
+(counts), and the theory's test error, train loss and overlaps of the matching branch.  The in_branch columns
+repeat test_error, train_loss and the branch's order parameter over the runs that ended in the start's branch
+(positional: m > theta; semantic: theta > m): at d = 500 some semantic starts leave their branch.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from attnphase import Setting
 from attnphase.cli.common import format_table, parse_int_spec, parse_spec
 from attnphase.simulation import simulate
 from attnphase.simulation.basins import classify, theory_points
+from attnphase.theory import solve
 
 
 def _ms(v: list[float]) -> tuple[float, float]:
@@ -41,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inits", default="positional,semantic,random")
     ap.add_argument("--init-scale", type=float, default=1.0, help="scale of the random starts (default 1)")
     ap.add_argument("--n-test", type=int, default=2000)
+    ap.add_argument("--students", default="tied,untied")
+    ap.add_argument("--precision", default="fast", help="precision of the untied theory (default fast)")
     ap.add_argument("--json", default=None, help="also write every run's record to this file")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", category=UserWarning)
@@ -50,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     for alpha in parse_spec(args.alphas, "--alphas"):
         points = theory_points(setting, alpha)
-        for student in ("tied", "untied"):
+        untied_fp = {}
+        for student in args.students.split(","):
             for init in args.inits.split(","):
                 runs = []
                 for s in seeds:
@@ -69,10 +77,28 @@ def main(argv: list[str] | None = None) -> int:
                 row["classes"] = "/".join(f"{sum(x['basin'] == c for x in runs)}{c[0]}"
                                           for c in ("positional", "semantic", "other"))
                 branch = "semantic" if init == "semantic" else "positional"
-                fp = points[branch]
-                row["theory_branch"] = branch if fp.exists else f"{branch} (absent)"
-                row["theory_test_error"] = fp.test_error if fp.exists else None
-                row["theory_m"], row["theory_theta"] = (fp.m, fp.theta) if fp.exists else (None, None)
+                order = "theta" if branch == "semantic" else "m"
+                inside = [x for x in runs if (x["theta"] > x["m"]) == (branch == "semantic")]
+                row["in_branch"] = len(inside)
+                for k in ("test_error", "train_loss", order):
+                    row[f"{k}_in"], row[f"{k}_in_se"] = _ms([float(x[k]) for x in inside]) if inside else (None, None)
+                if student == "untied":
+                    if branch not in untied_fp:
+                        untied_fp[branch] = solve(Setting(omega=args.omega, student="untied"), alpha, branch,
+                                                  precision=args.precision)
+                    fp = untied_fp[branch]
+                    ok = fp.valid
+                    row["theory_branch"] = branch if ok else f"{branch} ({fp.status})"
+                    row["theory_test_error"] = fp.test_error if ok else None
+                    row["theory_train_loss"] = fp.train_loss if ok else None
+                    row["theory_m"], row["theory_theta"] = (fp.summary()["m"], fp.summary()["theta"]) if ok else (None,
+                                                                                                                None)
+                else:
+                    fp = points[branch]
+                    row["theory_branch"] = branch if fp.exists else f"{branch} (absent)"
+                    row["theory_test_error"] = fp.test_error if fp.exists else None
+                    row["theory_train_loss"] = fp.train_loss if fp.exists else None
+                    row["theory_m"], row["theory_theta"] = (fp.m, fp.theta) if fp.exists else (None, None)
                 rows.append(row)
     print(f"d = {args.d}, omega = {args.omega}, seeds {seeds}, lbfgs; classes: positional/semantic/other counts")
     print(format_table(rows, list(rows[0])))
