@@ -239,9 +239,12 @@ def _sim_vs_theory(alpha: float, branch: str, seeds: range, precision: str = "fa
 def test_untied_theory_matches_simulation(alpha, branch):
     """d = 500, 8 seeds, L-BFGS from the structured start of the branch: test error, train loss and the
     branch's order parameter (m positional, theta semantic) within 3 standard errors + 5% of the theory
-    ('fast' precision).  At alpha = 1 the semantic start leaves its branch at d = 500 (not compared)."""
+    ('fast' precision), over the runs that ended in the start's branch (at d = 500 a semantic start sometimes
+    leaves it: 3 of 12 at alpha = 1.5, 50 of 60 at alpha = 1, which is therefore not tested here)."""
     runs, fp = _sim_vs_theory(alpha, branch, range(8))
     assert fp.valid, fp.message
+    runs = [r for r in runs if (r["theta"] > r["m"]) == (branch == "semantic")]
+    assert len(runs) >= 6
     theory = {"test_error": fp.test_error, "train_loss": fp.train_loss, **fp.summary()}
     for key in ("test_error", "train_loss", "m" if branch == "positional" else "theta"):
         v = np.array([r[key] for r in runs])
