@@ -4,6 +4,8 @@
     python benchmarks/prox.py --starts [--settings 40] [--log2n 11]
         which starts win: every candidate start is run alone on channel-like problems (random q, m, V, teacher
         correlation per setting) and compared with the best of all candidates plus 32 random starts.
+    python benchmarks/prox.py --untied [--starts]
+        the same for the untied student's loss (scores h^Q h^K^T, field rank 2r; shapes are (L, r) per factor).
 
 Prints tables.  Timings include the start construction and the numba dispatch, not compilation (one warm-up).
 """
@@ -19,6 +21,8 @@ from attnphase.theory.prox._general_draws import draw_problem
 from attnphase.theory.prox.general import own_starts, prox_general
 
 SHAPES = ((2, 1), (3, 1), (2, 2), (4, 1))
+UNTIED_SHAPES = ((2, 1), (3, 1), (2, 2))  # (L, r) per factor: field rank 2r
+UNTIED_OWN = ["w", "tied zero", "tied mirror", "svd zero", "svd mirror", "(w+svd)/2", "(w+tied)/2"]
 
 
 def _timed(fn, reps: int):
@@ -34,20 +38,21 @@ def _timed(fn, reps: int):
     return best
 
 
-def speed(log2n: int, reps: int) -> None:
+def speed(log2n: int, reps: int, untied: bool = False) -> None:
     from attnphase.theory.proximal import solve_prox
 
     n = 2**log2n
     print(f"{'L':>2} {'r':>2} {'kernel':>8} {'points/s':>10} {'pts/CPU-s':>10} {'s / 2^15':>9} {'starts':>6} "
-          f"{'iters/pt':>8} {'converged':>9}")
-    for L, r in SHAPES:
-        p = draw_problem(L, r, n, seed=100 + 10 * L + r, q=0.3, m=0.25, V=15.0, corr=0.5)
-        prox_general(p.w[:64], p.T[:64], p.Vinv, p.sigma2)  # compile / load cache
-        t, c, res = _timed(lambda p=p: prox_general(p.w, p.T, p.Vinv, p.sigma2), reps)
-        n_st = own_starts(p.w[:1], p.T[:1], p.Vinv).shape[1]
-        print(f"{L:>2} {r:>2} {'general':>8} {n / t:>10.0f} {n / c:>10.0f} {t * 2**15 / n:>9.3f} {n_st:>6} "
-              f"{res.iterations.mean():>8.1f} {res.converged.mean():>9.4f}")
-        if (L, r) == (2, 1):
+          f"{'iters/pt':>8} {'converged':>9}" + ("   (untied: r per factor)" if untied else ""))
+    for L, r in (UNTIED_SHAPES if untied else SHAPES):
+        rf = 2 * r if untied else r
+        p = draw_problem(L, rf, n, seed=100 + 10 * L + r, q=0.3, m=0.25, V=15.0, corr=0.5)
+        prox_general(p.w[:64], p.T[:64], p.Vinv, p.sigma2, untied=untied)  # compile / load cache
+        t, c, res = _timed(lambda p=p: prox_general(p.w, p.T, p.Vinv, p.sigma2, untied=untied), reps)
+        n_st = own_starts(p.w[:1], p.T[:1], p.Vinv, untied=untied).shape[1]
+        print(f"{L:>2} {r:>2} {'untied' if untied else 'general':>8} {n / t:>10.0f} {n / c:>10.0f} "
+              f"{t * 2**15 / n:>9.3f} {n_st:>6} {res.iterations.mean():>8.1f} {res.converged.mean():>9.4f}")
+        if (L, r) == (2, 1) and not untied:
             args = (p.w[:, 0, 0], p.w[:, 1, 0], p.T[:, 0, 0], p.T[:, 1, 1], p.V, p.sigma2)
             solve_prox(*(a[:64] if isinstance(a, np.ndarray) else a for a in args))
             t2, c2, old = _timed(lambda args=args: solve_prox(*args), reps)
@@ -56,10 +61,17 @@ def speed(log2n: int, reps: int) -> None:
             print(f"      max |value(general) - value(l2r1)| = {np.abs(res.value - old.value).max():.2e}")
 
 
-def candidate_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[list[str], int, np.ndarray]:
+def candidate_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray,
+                     untied: bool = False) -> tuple[list[str], int, np.ndarray]:
     """The own starts followed by the candidates that were considered and dropped; returns (names, number of own
     starts, starts (n, S, L, r))."""
     n, L, r = w.shape
+    if untied:
+        own = own_starts(w, T, Vinv, untied=True)
+        w0, zt, zs = own[:, 0], own[:, 1], own[:, 3]
+        extra_names = ["-w", "2 svd", "svd/2", "2 tied", "(w+svd mirror)/2", "(w+tied mirror)/2"]
+        extra = [-w0, 2.0 * zs, 0.5 * zs, 2.0 * zt, 0.5 * (w0 + own[:, 4]), 0.5 * (w0 + own[:, 2])]
+        return UNTIED_OWN + extra_names, own.shape[1], np.concatenate([own, np.stack(extra, axis=1)], axis=1)
     own = own_starts(w, T, Vinv)
     n_own = own.shape[1]
     names = ["w", "zero", "mirror", "(w+zero)/2", "2 zero"][:n_own - L] + [f"mid, {l} at w" for l in range(L)]
@@ -75,27 +87,29 @@ def candidate_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[li
     return names + extra_names, n_own, np.concatenate([own, np.stack(extra, axis=1)], axis=1)
 
 
-def starts_study(n_settings: int, log2n: int, n_random: int = 32) -> None:
+def starts_study(n_settings: int, log2n: int, n_random: int = 32, untied: bool = False) -> None:
     n = 2**log2n
     tol = 1e-9
-    for L, r in SHAPES:
+    for L, r in (UNTIED_SHAPES if untied else SHAPES):
         vals_all, ref_all = [], []
+        r_field = 2 * r if untied else r
         for s in range(n_settings):
-            p = draw_problem(L, r, n, seed=1000 * L + 100 * r + s)
-            names, n_own, C = candidate_starts(p.w, p.T, p.Vinv)
-            vals_all.append(np.stack([prox_general(p.w, p.T, p.Vinv, p.sigma2, C[:, k:k + 1], own=False).value
-                                      for k in range(C.shape[1])], axis=1))
+            p = draw_problem(L, r_field, n, seed=1000 * L + 100 * r + s)
+            names, n_own, C = candidate_starts(p.w, p.T, p.Vinv, untied)
+            vals_all.append(np.stack([prox_general(p.w, p.T, p.Vinv, p.sigma2, C[:, k:k + 1], own=False,
+                                                   untied=untied).value for k in range(C.shape[1])], axis=1))
             rng = np.random.default_rng(s)
             scale = np.maximum(np.abs(C[:, 1]).max(axis=(1, 2)), np.abs(p.w).max(axis=(1, 2)))
-            R = (rng.normal(size=(n, n_random, L, r)) * scale[:, None, None, None]
+            R = (rng.normal(size=(n, n_random, L, r_field)) * scale[:, None, None, None]
                  * rng.uniform(0.3, 2.0, (1, n_random, 1, 1)))
-            ref_all.append(prox_general(p.w, p.T, p.Vinv, p.sigma2, np.concatenate([C, R], axis=1), own=False).value)
+            ref_all.append(prox_general(p.w, p.T, p.Vinv, p.sigma2, np.concatenate([C, R], axis=1), own=False,
+                                        untied=untied).value)
         vals = np.concatenate(vals_all)
         vals = np.where(np.isnan(vals), np.inf, vals)  # a skipped (NaN) start reached nothing
         ref = np.concatenate(ref_all)
         own_best = vals[:, :n_own].min(axis=1)
         gap = own_best - ref
-        print(f"\n(L, r) = ({L}, {r}): {n_settings} settings x {n} points = {len(ref)}")
+        print(f"\n{'untied ' if untied else ''}(L, r) = ({L}, {r}): {n_settings} settings x {n} points = {len(ref)}")
         print(f"  own starts miss the best of all candidates + {n_random} random starts (by > 1e-9) at "
               f"{int((gap > tol).sum())} points; largest gap {gap.max():.2e}")
         print(f"  {'start':>14} {'reaches own best':>17} {'only one to':>12} {'beats own set':>14}   (own starts first)")
@@ -115,11 +129,12 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--starts", action="store_true")
     ap.add_argument("--settings", type=int, default=40)
+    ap.add_argument("--untied", action="store_true", help="the untied student's loss (scores h^Q h^K^T)")
     args = ap.parse_args()
     if args.starts:
-        starts_study(args.settings, args.log2n or 11)
+        starts_study(args.settings, args.log2n or 11, untied=args.untied)
     else:
-        speed(args.log2n or 15, args.reps)
+        speed(args.log2n or 15, args.reps, untied=args.untied)
 
 
 if __name__ == "__main__":

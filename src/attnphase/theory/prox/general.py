@@ -23,6 +23,16 @@ random starts (benchmarks/prox.py --starts); candidates that never helped (-w, h
 flips of w or of the zero) were dropped.  Measured residual: for L = 2, r = 2 the set still misses the best known
 minimum at about 1 point in 16 000 (by up to 7e-3 in F); none were seen for (3, 1) and (4, 1).  A start that comes
 within 1e-4 of a minimiser already found for the same point is stopped (it can only reproduce it).
+
+untied=True: the untied student's loss, scores h^Q h^K^T = h B h^T with h = (h^Q, h^K) and B = [[0, I], [0, 0]]
+(the kernel's value_b / derivs_b / hess_b; the tied path is unchanged).  Its starts (own_starts_untied): w, the tied
+zero lifted to (z, z) and its mirror, the SVD factorisation of the row-centred log T rotated onto w and its mirror,
+and the midpoints of w with both zeros.  Measured (benchmarks/prox.py --untied --starts, 20 settings x 1024 points
+per shape) against the best of these, six dropped candidates (-w, twice and half the zeros, midpoints with the
+mirrors) and 32 random starts: no miss for (L, r) = (2, 1) and (3, 1) per factor, 3 points in 20 480 for (2, 2)
+(by up to 1.4e-2 in F; half the SVD zero was the better start at one of them); in a second measurement with 24
+random starts per point, 1 point in 20 480 (L = 2, r = 1) was missed, by 1.2e-2 in F.  Speed (L = 2, r = 1, 7
+starts): about 45 000 points per CPU-second, against 71 000 for the tied kernel at the same field rank.
 """
 
 from __future__ import annotations
