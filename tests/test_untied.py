@@ -119,6 +119,8 @@ def test_setting_student_field_and_json():
     assert (tied.field_rank, untied.field_rank, Setting(r=2, student="untied").field_rank) == (1, 2, 4)
     assert untied.is_study_geometry  # the simulation's records keep the study's scalar format
     assert Layout.for_setting(untied, "positional").r == 2
+    with pytest.raises(ValueError, match="tied student only"):
+        untied.require_study_geometry()  # the 2-D transition code is the tied student's
     with pytest.raises(ValueError, match="student"):
         Setting(student="both")
     with pytest.raises(TypeError, match="student"):

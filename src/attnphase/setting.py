@@ -298,7 +298,9 @@ class Setting:
                    student=d.get("student", "tied"))
 
     def require_study_geometry(self) -> None:
-        """For code paths that exist only for L = 2, r = r* = 1, antipodal positions."""
+        """For code paths that exist only for L = 2, r = r* = 1, antipodal positions (and the tied student)."""
+        if self.untied:
+            raise ValueError("this path implements the tied student only; got student='untied'")
         if not self.is_study_geometry:
             raise ValueError(
                 f"this path implements L = 2, r = r* = 1, antipodal positions; got L = {self.L}, r = {self.r}, "

@@ -12,6 +12,9 @@ ebar = sum_j e_j s_j) at a time:
 (P = sigma2 (J J + sum_j e_j Hess s_j) with J = diag(s) - s s^T).  The chain rule through Z_lk = h_l . h_k gives
     grad_a = sum_k (G_ak + G_ka) h_k,
     Hess   = (G + G^T) (x) I_r + sum_l D_l^T P^l D_l,  (D_l)_{k,(a,alpha)} = delta_la h_k,alpha + delta_ka h_l,alpha.
+value_b / derivs_b / hess_b do the same for scores Z = h Bm h^T with any score form Bm (the untied student:
+Bm = [[0, I], [0, 0]]), with X_k = Bm h_k and Y_l = Bm^T h_l in place of h in the chain rule; newton and
+multistart take form = 0 (tied, the functions above, unchanged) or 1 (score form Bm).
 """
 
 from __future__ import annotations

@@ -265,10 +265,6 @@ def score_form(r: int) -> np.ndarray:
     return B
 
 
-def n_own_starts_untied(L: int, r: int) -> int:
-    return 7
-
-
 def _block_procrustes(zq: np.ndarray, zk: np.ndarray, wq: np.ndarray, wk: np.ndarray) -> tuple[np.ndarray, ...]:
     """The rotation (Q, K) -> (Q R, K R) (the untied loss's exact symmetry) that best aligns (zq, zk) with (wq, wk)
     and the best one of the other determinant; all (n, L, r).  Returns (zq R, zk R, zq R2, zk R2)."""
