@@ -9,8 +9,8 @@ untied student's fixed points, solve(Setting(student="untied"), ...)).
 Each run is `simulate(..., optimizer="lbfgs")` (50 GD warm-up steps, then L-BFGS to g_rms <= 1e-9).  The table
 has one row per (alpha, student, init): mean and standard error over seeds of test_error, train_loss, m and
 theta (untied: geometric means of the Q and K overlaps), the class of the end point by the basins rule
-(counts), and the theory's test error, train loss and overlaps of the matching branch.  The in_branch columns
-repeat test_error, train_loss and the branch's order parameter over the runs that ended in the start's branch
+(counts), and the theory's test error, train loss and overlaps of the matching branch.  The *_in columns
+repeat test_error, train_loss, m and theta over the in_branch runs that ended in the start's branch
 (positional: m > theta; semantic: theta > m): at d = 500 some semantic starts leave their branch.
 """
 
@@ -77,10 +77,9 @@ def main(argv: list[str] | None = None) -> int:
                 row["classes"] = "/".join(f"{sum(x['basin'] == c for x in runs)}{c[0]}"
                                           for c in ("positional", "semantic", "other"))
                 branch = "semantic" if init == "semantic" else "positional"
-                order = "theta" if branch == "semantic" else "m"
                 inside = [x for x in runs if (x["theta"] > x["m"]) == (branch == "semantic")]
                 row["in_branch"] = len(inside)
-                for k in ("test_error", "train_loss", order):
+                for k in ("test_error", "train_loss", "m", "theta"):
                     row[f"{k}_in"], row[f"{k}_in_se"] = _ms([float(x[k]) for x in inside]) if inside else (None, None)
                 if student == "untied":
                     if branch not in untied_fp:
