@@ -10,8 +10,8 @@ Each run is `simulate(..., optimizer="lbfgs")` (50 GD warm-up steps, then L-BFGS
 has one row per (alpha, student, init): mean and standard error over seeds of test_error, train_loss, m and
 theta (untied: geometric means of the Q and K overlaps), the class of the end point by the basins rule
 (counts), and the theory's test error, train loss and overlaps of the matching branch.  The *_in columns
-repeat test_error, train_loss, m and theta over the in_branch runs that ended in the start's branch
-(positional: m > theta; semantic: theta > m): at d = 500 some semantic starts leave their branch.
+repeat test_error, train_loss, m and theta over the runs that ended in the start's branch (counted in in_branch;
+positional: m > theta; semantic: theta > m): at d = 500 some semantic starts leave their branch.
 """
 
 from __future__ import annotations
