@@ -41,12 +41,16 @@ CASES = {
     (2, 1, 2, "antipodal"): [("positional", "positional")],
     (4, 1, 1, "orthogonal"): [("semantic", "semantic"), ("semantic", "positional")],
 }
+# The positional branch beyond L = 2 where it is the minimum: L = 3 simplex, omega = 0.6, alpha = 0.5, at d = 1000.
+# At d = 500 the simulated rms |m| is 0.171 +- 0.003 against the theory's 0.158 (q 0.0362 vs 0.0384); at d = 1000
+# it is 0.156 (q 0.038): a finite-size shift, measured, not a theory error.
+L3_POSITIONAL = {"shape": (3, 1, 1, "simplex"), "omega": 0.6, "alpha": 0.5, "d": 1000}
 KEYS = ("train_loss", "test_error", "q", "m", "theta")
 
 
-def setting_of(shape: tuple) -> Setting:
+def setting_of(shape: tuple, omega: float = OMEGA) -> Setting:
     L, r, rs, pos = shape
-    return Setting(L=L, r=r, r_star=rs, positions=pos, omega=OMEGA)
+    return Setting(L=L, r=r, r_star=rs, positions=pos, omega=omega)
 
 
 def theory_point(setting: Setting, alpha: float, branch: str, precision: str = "fast"):  # noqa: ANN201
@@ -60,9 +64,18 @@ def theory_point(setting: Setting, alpha: float, branch: str, precision: str = "
     pts = [solve(setting, alpha, branch, precision)]
     if branch == "positional":
         d0 = default_start(setting, branch)
-        for mscale, q in ((2.0, 0.08),):
-            pts.append(solve(setting, alpha, branch, precision,
-                             init=Overlaps(q=q * np.eye(setting.r), m=mscale * d0.m, V=d0.V, theta=d0.theta)))
+        starts = [Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)]
+        if setting.L > 2:
+            # A permutation-like pattern (one token against the others, rms 0.2): for permutation-symmetric A and
+            # G the positional minima form a shallow ring in the zero-sum plane, along which the iteration from
+            # the default start drifts without converging (measured at L = 3); this pattern is a symmetric point.
+            e = np.zeros(setting.L)
+            e[0] = 1.0
+            pattern = setting.gram @ (e - e.mean())
+            m = np.zeros((setting.L, setting.r))
+            m[:, 0] = 0.2 * pattern / np.sqrt(np.mean(pattern**2))
+            starts.append(Overlaps(q=d0.q, m=m, V=d0.V, theta=d0.theta))
+        pts += [solve(setting, alpha, branch, precision, init=o) for o in starts]
     ok = [p for p in pts if p.valid]
     return min(ok, key=lambda p: p.train_loss) if ok else pts[0]
 
@@ -129,6 +142,17 @@ def test_theory_matches_simulation(shape):
         rows = compare(fp, [sim_record(setting, init, s) for s in SEEDS])
         bad = [row for row in rows if not row[-1]]
         assert not bad, (branch, init, bad)
+
+
+@pytest.mark.slow
+def test_positional_branch_beyond_two_tokens_matches_simulation():
+    c = L3_POSITIONAL
+    setting = setting_of(c["shape"], c["omega"])
+    fp = theory_point(setting, c["alpha"], "positional")
+    assert fp.valid, (fp.status, fp.message)
+    rows = compare(fp, [sim_record(setting, "positional", s, d=c["d"], alpha=c["alpha"]) for s in SEEDS], d=c["d"])
+    bad = [row for row in rows if not row[-1]]
+    assert not bad, bad
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def plot_rank_test_error(records: Mapping[str, Sequence[Mapping[str, Any]]], out
     ranks = sorted({int(r["rank"]) for r in theory} | {int(r["rank"]) for r in sims})
     if not ranks:
         raise ValueError("the records hold neither theory nor simulation rows")
-    fig = Figure(figsize=(5.2, 3.8), layout="constrained")
+    fig = Figure(figsize=(5.6, 4.6), layout="constrained")
     ax = fig.add_subplot()
     ax.grid(True, color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
@@ -110,5 +110,6 @@ def plot_rank_test_error(records: Mapping[str, Sequence[Mapping[str, Any]]], out
     ax.set_ylabel("test error")
     bits = [f"$\\omega = {omega:g}$" if omega is not None else "", f"$d = {d}$" if d is not None else ""]
     ax.set_title("rank-2 vs rank-1 student" + (" (" + ", ".join(b for b in bits if b) + ")" if any(bits) else ""))
-    ax.legend(fontsize=7, frameon=True, framealpha=0.9, edgecolor="0.8", ncols=2)
+    # Below the axes: inside, ten entries hide the simulation points.
+    fig.legend(loc="outside lower center", fontsize=7, frameon=False, ncols=3)
     return save_figure(fig, out)
