@@ -178,3 +178,16 @@ def test_cli_general_setting_flags(tmp_path, capsys):
     assert main(["baseline", "--L", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)[0]
     assert np.allclose(np.sum(out["mean_attention"], axis=1), 1.0)
+
+
+def test_to_dict_of_a_failed_general_point_with_nan_overlaps():
+    # A failed solve of a general shape carries NaN arrays; serialising it must not raise (LAPACK's SVD does on NaN).
+    nan = np.nan
+    g = FixedPoint(alpha=1.5, omega=0.3, branch="agnostic",
+                   overlaps=Overlaps(q=np.full((1, 1), nan), m=np.full((2, 1), nan), V=np.full((1, 1), nan),
+                                     theta=np.full((1, 2), nan)),
+                   hats=dict(qhat=np.full((1, 1), nan), mhat=np.full((2, 1), nan), Vhat=np.full((1, 1), nan),
+                             thetahat=np.full((1, 2), nan)),
+                   train_loss=nan, test_error=nan, status="not_converged")
+    d = json.loads(json.dumps(g.to_dict()))
+    assert d["status"] == "not_converged" and d["theta_sv"] == [None]

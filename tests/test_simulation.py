@@ -390,6 +390,19 @@ def test_general_inits():
     assert float(Qr.std()) == pytest.approx(2.0, rel=0.3)
 
 
+def test_positional_start_above_the_span_dimension_is_not_degenerate():
+    # L = 2, r = 2: the positional span is one-dimensional.  Two equal columns would stay equal under training
+    # (a rank-1 student for ever); the second column is a small random one instead, as for the semantic start.
+    pb = sample_dataset(Setting(L=2, r=2), 40, 1.0, seed=0, n_test=5, device="cpu")
+    Q, _ = initial_Q("positional", pb, 0)
+    assert torch.equal(Q[:, 0], torch.ones(40, dtype=Q.dtype))
+    assert torch.linalg.matrix_rank(Q) == 2 and 0.0 < float(Q[:, 1].abs().max()) < 1.0
+    assert torch.equal(Q, initial_Q("positional", pb, 0)[0]) and not torch.equal(Q, initial_Q("positional", pb, 1)[0])
+    res = simulate(Setting(L=2, r=2), 40, 1.0, init="positional", optimizer="lbfgs", seed=0, n_test=50, device="cpu")
+    q = np.array(res.q)
+    assert abs(q[0, 1]) < 0.99 * np.sqrt(q[0, 0] * q[1, 1])  # the two directions did not stay parallel
+
+
 def test_study_setting_numbers_unchanged():
     # Values printed by the code on main (commit 6551984, before the general settings) for these exact calls.
     s = Setting(omega=0.3)

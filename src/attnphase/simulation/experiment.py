@@ -111,15 +111,27 @@ def _check_scale(init_scale: Any) -> float:
     return float(init_scale)
 
 
-def _positional_start(problem: Problem, r: int) -> torch.Tensor:
-    """Q in the span of the positional codes: column j = sqrt(d) e_(j mod k), e the orthonormal basis of
-    that span (e_1 = 1/sqrt(d)).  For the study's positions this is every entry 1 (m = 1)."""
+def _positional_start(problem: Problem, r: int, seed: int = 0, scale: float = RANDOM_INIT_STD) -> torch.Tensor:
+    """Q in the span of the positional codes: column j = sqrt(d) e_j for j < k, e the orthonormal basis of
+    that span (e_1 = 1/sqrt(d)), k its dimension.  For the study's positions this is every entry 1 (m = 1).
+
+    Columns j >= k (student rank above the span's dimension, e.g. r = 2 with antipodal codes) are small random
+    columns of scale init_scale, as in the semantic start with r > r*: repeating a positional column instead
+    gives a Q whose equal columns stay equal under every optimiser (the gradient is M Q), i.e. a rank-1 student
+    that can never reach the rank-r minimum (measured: L = 2, r = 2, alpha 1.5 ended with q's entries all equal)."""
     setting, d = problem.setting, problem.d
     if setting.is_study_geometry or np.array_equal(setting.gram, [[1.0, -1.0], [-1.0, 1.0]]):
-        return torch.full((d, r), POSITIONAL_ENTRY, dtype=torch.float64)
-    k = gram_factor(setting.gram).shape[1]
-    E = position_basis(d, k)
-    return POSITIONAL_ENTRY * math.sqrt(d) * E[torch.arange(r) % k].T.contiguous()
+        k = 1
+        base = torch.full((d, 1), POSITIONAL_ENTRY, dtype=torch.float64)
+    else:
+        k = gram_factor(setting.gram).shape[1]
+        E = position_basis(d, k)
+        base = POSITIONAL_ENTRY * math.sqrt(d) * E[: min(r, k)].T.contiguous()
+    if r <= k:
+        return base[:, :r].contiguous()
+    g = generators(seed)["init"]
+    pad = scale * torch.randn((d, r - k), generator=g, dtype=torch.float64)
+    return torch.cat([base, pad], dim=1)
 
 
 def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int, student: str = "tied",
@@ -130,6 +142,8 @@ def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int
     init_scale: standard deviation of the entries of a random start (default 0.1).  Semantic start with
     r != r*: Q*'s first r columns if r < r*; if r > r*, Q* padded with random columns of scale
     init_scale (columns of exact zeros would stay zero under gradient descent: Q = 0 is a critical point).
+    Positional start with r above the dimension k of the positional span: the k positional columns padded
+    the same way (equal columns would stay equal).
     """
     setting, d = problem.setting, problem.d
     dtype, device = problem.dtype, problem.device
@@ -149,9 +163,9 @@ def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int
             raise ValueError("Q0 must contain only finite numbers")
         return Q.to(dtype=dtype, device=device), "custom"
     if init == "positional":
-        Q = _positional_start(problem, setting.r)
+        Q = _positional_start(problem, setting.r, seed, scale)
     elif init == "positional_unit":
-        Q = _positional_start(problem, setting.r) / math.sqrt(d)
+        Q = _positional_start(problem, setting.r, seed, scale) / math.sqrt(d)
         if setting.is_study_geometry:
             Q = torch.full((d, setting.r), 1.0 / math.sqrt(d), dtype=torch.float64)
     elif init == "semantic":

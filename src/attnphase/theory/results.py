@@ -184,6 +184,9 @@ class FixedPoint:
 
     @property
     def theta_singular_values(self) -> np.ndarray:
+        # A failed solve carries NaN overlaps; LAPACK raises on them, and to_dict must still serialise the row.
+        if not np.all(np.isfinite(self.theta)):
+            return np.full(min(self.theta.shape), np.nan)
         return np.linalg.svd(self.theta, compute_uv=False)
 
     @property

@@ -83,7 +83,8 @@ def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     """Starting overlaps.  Study (L = 2, r = r* = 1): positional (q, m, V, theta) = (0.02, 0.2, 15, 0), semantic
     (0.9, 0, 15, 0.35), agnostic (0.05, 0, 15, 0).  In general: V = 15 (sigma^2 / lambda) / 25 times I; positional m
     along the leading direction of the positional Gram matrix in the first rank direction; semantic theta = 0.35
-    on the first min(r, r*) diagonal entries with q = 0.9 there and 0.05 in the other student directions.  Untied
+    on the first min(r, r*) diagonal entries with q = 0.9 there and 0.05 in the other student directions; free:
+    both, with m in the first direction theta leaves free when r > min(r, r*) (the mixed start).  Untied
     student: the tied start lifted (overlaps.lift_to_untied: m = [m, m], theta = [theta; theta], q's blocks 0.9
     correlated)."""
     b = as_branch(branch)
@@ -97,8 +98,10 @@ def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     q = (0.05 if b == Branch.agnostic else 0.02) * np.eye(r)
     if b.has_m:
         U = Layout.for_setting(setting, b).basis
+        # Free branch with r > min(r, r*): m in the first rank direction theta leaves free (the mixed start).
+        col = min(r, rs) if (b == Branch.free and r > min(r, rs)) else 0
         if U.shape[1]:
-            m[:, 0] = 0.2 * U[:, 0]
+            m[:, col] = 0.2 * U[:, 0]
     if b.has_theta:
         k = min(r, rs)
         theta[:k, :k] = 0.35 * np.eye(k)
@@ -241,13 +244,19 @@ def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> O
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto") -> FixedPoint:
-    """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss).
+    """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss of
+    positional, semantic, agnostic).  "free" imposes no constraint (m and theta both free): for r >= 2 its default
+    start puts theta in the first rank directions and m in the next, but it is not robust (measured at L = 2,
+    r = 2, alpha = 1.5: the iteration runs off to a far positional point, m ~ 3, not converged); pass a mixed
+    start as init (benchmarks/rank2.py builds one from the rank-1 semantic and positional solutions).
 
     Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
     ValueError/TypeError, checked before any work)."""
     check_theory_setting(setting)
     alpha = check_alpha(alpha)
-    check_branch(branch, BRANCHES + ("global",))
+    # "free" (no constraint) is the branch of the mixed minimum of a student with rank r >= 2: one direction
+    # positional, another semantic (measured: L = 2, r = 2, r* = 1, alpha = 1.5 lands there in simulation).
+    check_branch(branch, BRANCHES + ("free", "global"))
     prec = get_precision(precision)
     if branch == "global":
         return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel))
