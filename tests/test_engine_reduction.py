@@ -4,7 +4,10 @@ Two references, both independent of the general code:
 - a frozen copy (below) of the study-only channel and prior sides as they were before the general engine
   (scalar formulas of the study, two-dimensional proximal kernel), compared map by map on the same points;
 - fixed points computed by the study-only engine (commit 6551984 of this repository, `solve(Setting(...), alpha,
-  branch, precision)` with seed 0), hard-coded below, compared to 1e-6.
+  branch, precision)` with seed 0), hard-coded below.  Compared within one standard error of the solve: the points
+  are the same scramblings, but the solver's path has changed since (coarse pre-solve, Jacobian steps, chord
+  acceptance), and every scrambling's fixed point is only defined to the iteration tolerance (measured after
+  that change: at most 0.72 standard errors, 1e-4 relative).
 """
 
 from __future__ import annotations
@@ -84,9 +87,13 @@ STUDY_REFERENCE = [
 def test_fixed_points_equal_study_engine(branch, alpha, precision, omega, A, ref):
     fp = solve(Setting(omega=omega, A=A), alpha, branch, precision)
     assert fp.converged
+    _assert_within_errors(fp, ref)
+
+
+def _assert_within_errors(fp, ref):
     got = fp.to_dict()
     for key, value in zip(("q", "m", "V", "theta", "train_loss", "test_error"), ref, strict=True):
-        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-12), key
+        assert abs(got[key] - value) <= fp.errors[key] + 1e-6 * abs(value) + 1e-12, (key, got[key], value)
 
 
 @pytest.mark.slow
@@ -98,6 +105,5 @@ def test_fixed_points_equal_study_engine(branch, alpha, precision, omega, A, ref
 ])
 def test_default_precision_fixed_points_equal_study_engine(branch, alpha, ref):
     fp = solve(Setting(), alpha, branch, "default")
-    got = fp.to_dict()
-    for key, value in zip(("q", "m", "V", "theta", "train_loss", "test_error"), ref, strict=True):
-        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-12), key
+    assert fp.converged
+    _assert_within_errors(fp, ref)

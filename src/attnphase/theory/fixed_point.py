@@ -185,9 +185,9 @@ def newton_matrix(J: np.ndarray) -> np.ndarray | None:
 def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter: int = 8,
           admissible: Predicate = _true, scale: Scale | None = None, accept: float = 0.0,
           cheap: Callable[[np.ndarray], np.ndarray] | None = None, cheap_iter: int = 6) -> SolverResult | None:
-    """Newton on G(x) - x with a frozen Jacobian from a nearby problem.  None if the residual stops falling
-    above `accept` (at or below it the best iterate is accepted with a warning: the map's resolution, as in
-    :func:`anderson`).
+    """Newton on G(x) - x with a frozen Jacobian from a nearby problem.  When the residual stops falling (with the
+    best residual at most `accept`, or twice) or after max_iter evaluations: the best iterate if its residual is
+    at most `accept` (with a warning: the map's resolution, as in :func:`anderson`), else None.
 
     cheap(x) -> G~(x): an optional cheaper approximation of G, valid near the last exact evaluation (e.g. the
     same map with every inner minimisation warm-started from the last exact one).  After each exact evaluation,
@@ -197,6 +197,7 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
     x = np.array(x0, dtype=float)
     prev = np.inf
     n_cheap = 0
+    stalls = 0
     best: tuple = (np.inf, None, None, 0)
     for it in range(1, max_iter + 1):
         try:
@@ -209,18 +210,18 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
         if res < best[0]:
             best = (res, gx, aux, it)
         if res > 0.5 * prev:
-            res_b, gx_b, aux_b, _ = best
-            if res_b <= accept:
-                return SolverResult(gx_b, Status.ok, (f"accepted at the map's resolution (residual {res_b:.1e})",),
-                                    it, res_b, "map resolution", aux_b, {"cheap": n_cheap})
-            return None
+            # Stalled: at the map's resolution if the best is within accept; else one more try (a step may have
+            # met a few basin switches) before giving up.
+            stalls += 1
+            if stalls >= 2 or it == max_iter or best[0] <= accept:
+                return _chord_best(best, accept, it, n_cheap)
         prev = res
         x = x + matrix @ r
         if not admissible(x):
             return None
         if cheap is None:
             continue
-        prev_c = res
+        prev_c, r_prev, dx = res, r, matrix @ r
         for _ in range(cheap_iter):
             try:
                 gc = cheap(x)
@@ -230,11 +231,29 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
             if not np.all(np.isfinite(gc)):
                 break
             rc, res_c = relative_residual(x, gc, scale)
-            if res_c < tol or res_c > 0.5 * prev_c:
+            if res_c < tol:
                 break
-            prev_c = res_c
-            xn = x + matrix @ rc
+            # Broyden ("bad") update of (I - J)^{-1} from the cheap map's secant, which is smooth (no basin
+            # switches), in scaled coordinates: it fixes directions where the frozen Jacobian is off.
+            sw = 1.0 / (scale or default_scale)(x) ** 2
+            dr = rc - r_prev
+            den = float(np.sum(dr * dr * sw))
+            if den > 0:
+                matrix = matrix + np.outer(-dx - matrix @ dr, dr * sw) / den
+            if res_c > 0.5 * prev_c:
+                break
+            prev_c, r_prev = res_c, rc
+            dx = matrix @ rc
+            xn = x + dx
             if not admissible(xn):
                 break
             x = xn
+    return _chord_best(best, accept, max_iter, n_cheap)
+
+
+def _chord_best(best: tuple, accept: float, nit: int, n_cheap: int) -> SolverResult | None:
+    res_b, gx_b, aux_b, _ = best
+    if res_b <= accept:
+        return SolverResult(gx_b, Status.ok, (f"accepted at the map's resolution (residual {res_b:.1e})",), nit, res_b,
+                            "map resolution", aux_b, {"cheap": n_cheap})
     return None

@@ -251,6 +251,21 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
     return f, gn, it, False
 
 
+@numba.njit(cache=True, inline="always")
+def _repeats(starts_i, s, N):
+    """Start s equals an earlier one to round-off (e.g. for L = 2, r >= 2 the loss zero is collinear, so its
+    mirror rotation is the zero itself): its run would only repeat that one's."""
+    for t in range(s):
+        dist = 0.0
+        size = 1.0
+        for j in range(N):
+            dist = max(dist, abs(starts_i[s, j] - starts_i[t, j]))
+            size = max(size, abs(starts_i[t, j]))
+        if dist <= 1e-12 * size:
+            return True
+    return False
+
+
 @numba.njit(cache=True, parallel=True)
 def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
     """Newton from every finite start of every point; keep the lowest F.
@@ -295,7 +310,7 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block):
                     h[j] = starts[i, s, j]
                     if not math.isfinite(h[j]):
                         finite = False
-                if not finite:
+                if not finite or _repeats(starts[i], s, N):
                     continue
                 f, gn, it, dup = newton(h, w[i], T[i], Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
                                         C, p, ht, found, n_found)
