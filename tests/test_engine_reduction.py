@@ -4,10 +4,11 @@ Two references, both independent of the general code:
 - a frozen copy (below) of the study-only channel and prior sides as they were before the general engine
   (scalar formulas of the study, two-dimensional proximal kernel), compared map by map on the same points;
 - fixed points computed by the study-only engine (commit 6551984 of this repository, `solve(Setting(...), alpha,
-  branch, precision)` with seed 0), hard-coded below.  Compared within one standard error of the solve: the points
-  are the same scramblings, but the solver's path has changed since (coarse pre-solve, Jacobian steps, chord
-  acceptance), and every scrambling's fixed point is only defined to the iteration tolerance (measured after
-  that change: at most 0.72 standard errors, 1e-4 relative).
+  branch, precision)` with seed 0), hard-coded below.  Compared within one standard error plus the relative
+  iteration tolerance tol of the precision level: the points are the same scramblings, but the solver's path has
+  changed since (coarse pre-solve, Jacobian steps, chord acceptance), and each scrambling's fixed point is only
+  defined to tol, which the error bars do not contain (measured after that change: at most 1e-4 relative at
+  default, 4.6e-4 at fast, where tol = 3e-4 and the train_loss error bar is 7.5e-5 relative).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from attnphase.theory import Overlaps, branch_map, solve
 from attnphase.theory.loss import target_diagonal
 from attnphase.theory.proximal import solve_prox
 from attnphase.theory.quadrature import gaussian_sobol
+from attnphase.theory.state_evolution import PRECISIONS
 
 
 def _study_map(z, alpha, q, m, V, theta, *, omega, A, sigma2, lam, rho, branch):
@@ -92,8 +94,9 @@ def test_fixed_points_equal_study_engine(branch, alpha, precision, omega, A, ref
 
 def _assert_within_errors(fp, ref):
     got = fp.to_dict()
+    tol = PRECISIONS[fp.precision].tol
     for key, value in zip(("q", "m", "V", "theta", "train_loss", "test_error"), ref, strict=True):
-        assert abs(got[key] - value) <= fp.errors[key] + 1e-6 * abs(value) + 1e-12, (key, got[key], value)
+        assert abs(got[key] - value) <= fp.errors[key] + tol * abs(value) + 1e-12, (key, got[key], value)
 
 
 @pytest.mark.slow
