@@ -259,7 +259,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
     coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
     Returns (start, Newton matrix or None, map evaluations); the given start and None where the coarse solve
-    fails (the full-resolution path then decides, as without it)."""
+    fails (the full-resolution path then decides from the original start, as without it)."""
     pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
     bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
     # Its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's: a looser tolerance.
@@ -272,8 +272,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
         J, n_eval = jacobian(bm.step, sol.x, JACOBIAN_STEP, bm.layout.scale)
     except Inadmissible:
         return x, None, sol.nit
-    nm = newton_matrix(J)
-    return (sol.x.copy() if nm is not None else x), nm, sol.nit + n_eval
+    return sol.x.copy(), newton_matrix(J), sol.nit + n_eval
 
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
