@@ -256,12 +256,14 @@ def _repeats(starts_i, s, N):
     """Start s equals an earlier one to round-off (e.g. for L = 2, r >= 2 the loss zero is collinear, so its
     mirror rotation is the zero itself): its run would only repeat that one's."""
     for t in range(s):
-        dist = 0.0
-        size = 1.0
+        same = True
         for j in range(N):
-            dist = max(dist, abs(starts_i[s, j] - starts_i[t, j]))
-            size = max(size, abs(starts_i[t, j]))
-        if dist <= 1e-12 * size:
+            a = starts_i[t, j]
+            # written so that a NaN (a skipped start) never counts as equal
+            if not (abs(starts_i[s, j] - a) <= 1e-12 * max(1.0, abs(a))):
+                same = False
+                break
+        if same:
             return True
     return False
 
