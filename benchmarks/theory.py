@@ -5,7 +5,9 @@
 
 The general table: seconds per fixed point at default precision for (L, r, r*) (positions: antipodal at
 L = 2, simplex otherwise; the default A), positional and semantic branches, after a warm-up solve per shape
-(compilation of the kernels is not counted).
+(compilation of the kernels is not counted).  'iterations' counts full-resolution and coarse map evaluations
+(fixed point: theory/state_evolution.py); 'load' is the 1-minute load average at the end of the solve (on a shared
+machine the seconds scale with it).
 
 Prints a table.  Relative errors are one-standard-error estimates from the spread over independent
 Sobol scramblings; 'vs high' is |default - high| / combined standard error (should be O(1)).
@@ -14,6 +16,7 @@ Sobol scramblings; 'vs high' is |default - high| / combined standard error (shou
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -50,7 +53,8 @@ def general_table(dims: list[tuple[int, int, int]], alpha: float, omega: float) 
             rows.append({"L": L, "r": r, "r*": rs, "dim": L * (r + rs), "positions": s.positions_label,
                          "branch": branch, "seconds": round(fp.seconds, 2), "replicas": fp.n_replicas,
                          "iterations": fp.iterations, "max_rel_err": max(rel.values()) if rel else None,
-                         "status": fp.status.value, "warnings": len(fp.warnings)})
+                         "status": fp.status.value, "warnings": len(fp.warnings),
+                         "load": round(os.getloadavg()[0], 1)})
             print(rows[-1], flush=True)
     print(f"\nSeconds per fixed point at default precision, alpha = {alpha}, omega = {omega}")
     print(format_table(rows, list(rows[0])))

@@ -4,7 +4,11 @@ Two references, both independent of the general code:
 - a frozen copy (below) of the study-only channel and prior sides as they were before the general engine
   (scalar formulas of the study, two-dimensional proximal kernel), compared map by map on the same points;
 - fixed points computed by the study-only engine (commit 6551984 of this repository, `solve(Setting(...), alpha,
-  branch, precision)` with seed 0), hard-coded below, compared to 1e-6.
+  branch, precision)` with seed 0), hard-coded below.  Compared within one standard error plus the relative
+  iteration tolerance tol of the precision level: the points are the same scramblings, but the solver's path has
+  changed since (coarse pre-solve, Jacobian steps, chord acceptance), and each scrambling's fixed point is only
+  defined to tol, which the error bars do not contain (measured after that change: at most 1e-4 relative at
+  default, 4.6e-4 at fast, where tol = 3e-4 and the train_loss error bar is 7.5e-5 relative).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from attnphase.theory import Overlaps, branch_map, solve
 from attnphase.theory.loss import target_diagonal
 from attnphase.theory.proximal import solve_prox
 from attnphase.theory.quadrature import gaussian_sobol
+from attnphase.theory.state_evolution import PRECISIONS
 
 
 def _study_map(z, alpha, q, m, V, theta, *, omega, A, sigma2, lam, rho, branch):
@@ -84,9 +89,14 @@ STUDY_REFERENCE = [
 def test_fixed_points_equal_study_engine(branch, alpha, precision, omega, A, ref):
     fp = solve(Setting(omega=omega, A=A), alpha, branch, precision)
     assert fp.converged
+    _assert_within_errors(fp, ref)
+
+
+def _assert_within_errors(fp, ref):
     got = fp.to_dict()
+    tol = PRECISIONS[fp.precision].tol
     for key, value in zip(("q", "m", "V", "theta", "train_loss", "test_error"), ref, strict=True):
-        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-12), key
+        assert abs(got[key] - value) <= fp.errors[key] + tol * abs(value) + 1e-12, (key, got[key], value)
 
 
 @pytest.mark.slow
@@ -98,6 +108,5 @@ def test_fixed_points_equal_study_engine(branch, alpha, precision, omega, A, ref
 ])
 def test_default_precision_fixed_points_equal_study_engine(branch, alpha, ref):
     fp = solve(Setting(), alpha, branch, "default")
-    got = fp.to_dict()
-    for key, value in zip(("q", "m", "V", "theta", "train_loss", "test_error"), ref, strict=True):
-        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-12), key
+    assert fp.converged
+    _assert_within_errors(fp, ref)

@@ -87,6 +87,9 @@ def _newton_point(h1, h2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
     return h1, h2, f0, gn
 
 
+BIG_TOKEN = 1.0  # |w_l| from which token l gets a start of its own (as in prox/_general_starts.py)
+
+
 @numba.njit(cache=True, parallel=True)
 def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter):
     n = w1.shape[0]
@@ -98,13 +101,33 @@ def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter):
     for i in numba.prange(n):
         best_v = math.inf
         bh1 = bh2 = bg = 0.0
-        for k in range(3):
+        sg = 1.0 if z1[i] * w1[i] + z2[i] * w2[i] >= 0.0 else -1.0
+        m1 = 0.5 * (w1[i] + sg * z1[i])
+        m2 = 0.5 * (w2[i] + sg * z2[i])
+        for k in range(6):
             if k == 0:
                 s1, s2 = z1[i], z2[i]
             elif k == 1:
                 s1, s2 = -z1[i], -z2[i]
-            else:
+            elif k == 2:
                 s1, s2 = w1[i], w2[i]
+            elif k == 3:
+                # The midpoint of w and the zero on w's side: at large |w| the minimiser can sit in a basin
+                # between them that no other start reaches (the general kernel's starts, prox/general.py).  Only
+                # where a token is large: all such points measured had |w_l| > 1.5, and elsewhere it would cost
+                # a third more time.
+                if max(abs(w1[i]), abs(w2[i])) < BIG_TOKEN:
+                    continue
+                s1, s2 = m1, m2
+            elif k == 4:
+                # Mixed basins at large |w|: one token stays near its w_l while the other shrinks.
+                if abs(w1[i]) < BIG_TOKEN:
+                    continue
+                s1, s2 = w1[i], m2
+            else:
+                if abs(w2[i]) < BIG_TOKEN:
+                    continue
+                s1, s2 = m1, w2[i]
             h1, h2, v, g = _newton_point(s1, s2, w1[i], w2[i], t1[i], t2[i], inv_v, sigma2, gtol, max_iter)
             if v < best_v:
                 best_v, bh1, bh2, bg = v, h1, h2, g

@@ -36,6 +36,7 @@ class ChannelOutput:
     moreau: float  # E[min_h F], enters the free energy
     prox_failures: int  # points whose Newton did not reach the gradient tolerance
     n_points: int
+    h: np.ndarray | None = None  # the minimisers (n, L, r): warm starts for a nearby evaluation
 
 
 def points_dim(setting: Setting) -> int:
@@ -95,15 +96,26 @@ def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 
 def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
-                       branch: str | Branch = Branch.free, *, kernel: str = "auto") -> ChannelOutput:
-    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n))."""
+                       branch: str | Branch = Branch.free, *, kernel: str = "auto",
+                       warm: np.ndarray | None = None) -> ChannelOutput:
+    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)).
+
+    warm: minimisers (n, L, r) of an evaluation at nearby overlaps on the same points.  Then only Newton from
+    them runs (general kernel, no own starts): a cheap approximation that misses basin switches, for a solver's
+    speculative steps (fixed_point.chord's `cheap`), never for a reported number."""
     b = as_branch(branch)
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
     T = target_attention(hstar, setting.omega, setting.A_array)
     V = 0.5 * (o.V + o.V.T)
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
-    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied)
+    if warm is None:
+        sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied)
+    else:
+        from attnphase.theory.prox.general import prox_general
+
+        sol = prox_general(w, T, Vinv, setting.sigma**2, np.asarray(warm)[:, None], own=False,
+                           untied=setting.untied)
     n = w.shape[0]
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
@@ -119,4 +131,4 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
     Vhat = -alpha * _outer_mean(f, xi) @ mats["qis"] + thetahat @ o.theta.T @ mats["qis"] @ mats["qis"]
     hats = Layout.for_setting(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
     return ChannelOutput(hats=hats, moreau=float(np.mean(sol.value)), prox_failures=int(np.sum(~sol.converged)),
-                         n_points=n)
+                         n_points=n, h=sol.h)

@@ -22,6 +22,7 @@ from attnphase.theory.observables import test_error as _test_error
 from attnphase.theory.observables import test_error_estimate
 from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge, lift_to_untied
 from attnphase.theory.prior import prior_energy, update_overlaps
+from attnphase.theory.prox import choose_kernel
 from attnphase.theory.quadrature import gaussian_sobol
 from attnphase.theory.results import BRANCHES, FixedPoint, summaries
 
@@ -45,13 +46,18 @@ class Precision:
     accept: float = 0.0  # residual accepted when the iteration stagnates at the map's resolution
     target: float = 0.0  # add scramblings (up to max_replicas) until the relative errors reach this
     max_replicas: int = 0
+    coarse_log2: int = 0  # Sobol points of the coarse pre-solve (0: none); see solve()
 
 
 PRECISIONS = {
     "fast": Precision("fast", 13, 4, 3e-4, max_iter=80, accept=3e-3),
-    "default": Precision("default", 15, 6, 3e-5, max_iter=100, accept=1e-3, target=1e-3, max_replicas=12),
-    "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4, target=1e-4, max_replicas=32),
+    "default": Precision("default", 15, 6, 3e-5, max_iter=100, accept=1e-3, target=1e-3, max_replicas=12,
+                         coarse_log2=12),
+    "high": Precision("high", 19, 8, 1e-5, max_iter=100, accept=3e-4, target=1e-4, max_replicas=32, coarse_log2=15),
 }
+
+JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
+_COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
 
 DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
 
@@ -130,6 +136,9 @@ class BranchMap:
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
         self.gauge = setting.field_rank > 1 or setting.r_star > 1
+        # The general prox kernel takes warm starts: cheap() reuses the last exact step's minimisers.
+        self.warmable = choose_kernel(setting.L, setting.field_rank, kernel) == "general"
+        self._warm: np.ndarray | None = None
         if points.shape[0] != points_dim(setting):
             raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
 
@@ -142,13 +151,28 @@ class BranchMap:
     def step(self, x: np.ndarray) -> tuple[np.ndarray, ChannelOutput]:
         o = self.layout.unpack(x)
         out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
+        if self.warmable:
+            self._warm = out.h
+        return self._image(out), out
+
+    def _image(self, out: ChannelOutput) -> np.ndarray:
         new = update_overlaps(self.setting, out.hats)
         if self.gauge:
             new = canonical_gauge(new, untied=self.setting.untied)
-        return self.layout.pack(new), out
+        return self.layout.pack(new)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.step(x)[0]
+
+    def cheap(self, x: np.ndarray) -> np.ndarray:
+        """An approximate image: each point's prox by Newton from the last step()'s minimiser only (no own
+        starts; ~10x cheaper, misses basin switches).  For a solver's speculative steps, which step() then
+        checks (fixed_point.chord).  The exact image where no warm starts are available."""
+        if self._warm is None:
+            return self(x)
+        out = update_hatoverlaps(self.setting, self.alpha, self.layout.unpack(x), self.points, self.branch,
+                                 kernel=self.kernel, warm=self._warm)
+        return self._image(out)
 
     # -- predicates for the generic solver
     def admissible(self, x: np.ndarray) -> bool:
@@ -242,6 +266,28 @@ def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> O
     return Overlaps(q=o.q, m=m, V=o.V, theta=theta)
 
 
+def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
+                  kernel: str) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
+    damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
+    coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
+    Returns (start, Newton matrix or None, map evaluations); the given start and None where the coarse solve
+    fails (the full-resolution path then decides from the original start, as without it)."""
+    pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
+    bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
+    # Its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's: a looser tolerance.
+    scale = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2)
+    sol = anderson(bm.step, x, tol=scale * prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
+                   collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
+    if sol.status != Status.ok:
+        return x, None, sol.nit
+    try:
+        J, n_eval = jacobian(bm.step, sol.x, JACOBIAN_STEP, bm.layout.scale)
+    except Inadmissible:
+        return x, None, sol.nit
+    return sol.x.copy(), newton_matrix(J), sol.nit + n_eval
+
+
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto") -> FixedPoint:
     """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss of
@@ -278,6 +324,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     nm = init._extra.get("newton_matrix") if isinstance(init, FixedPoint) and init.branch == branch else None
     if nm is not None and nm.shape != (layout.size, layout.size):
         nm = None
+    if nm is None and prec.coarse_log2 and prec.replicas > 1:
+        x, nm, n_coarse = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
+        iters += n_coarse
     rep = -1
     while True:
         rep += 1
@@ -287,18 +336,19 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
         sol: SolverResult | None = None
         if nm is not None:
-            sol = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale)
+            sol = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale,
+                        accept=prec.accept, cheap=bm.cheap if bm.warmable else None)
+        by_chord = sol is not None
         if sol is None:
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
-        if (rep == 0 and prec.replicas > 1 and sol.status == Status.ok
-                and (nm is None or sol.nit > 4)):
+        if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
             # The other scramblings' fixed points lie within the integration error of this one: a
             # frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
             try:
-                J, n_eval = jacobian(bm.step, sol.x)
+                J, n_eval = jacobian(bm.step, sol.x, JACOBIAN_STEP, bm.layout.scale)
                 iters += n_eval
                 nm = newton_matrix(J)
             except Inadmissible:

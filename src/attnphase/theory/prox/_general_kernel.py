@@ -410,6 +410,23 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
     return f, gn, it, False
 
 
+@numba.njit(cache=True, inline="always")
+def _repeats(starts_i, s, N):
+    """Start s equals an earlier one to round-off (e.g. for L = 2, r >= 2 the loss zero is collinear, so its
+    mirror rotation is the zero itself): its run would only repeat that one's."""
+    for t in range(s):
+        same = True
+        for j in range(N):
+            a = starts_i[t, j]
+            # written so that a NaN (a skipped start) never counts as equal
+            if not (abs(starts_i[s, j] - a) <= 1e-12 * max(1.0, abs(a))):
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
 @numba.njit(cache=True, parallel=True)
 def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block, form, Bm):
     """Newton from every finite start of every point; keep the lowest F.  form 0: the tied scores h h^T (Bm
@@ -457,7 +474,7 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block, form, Bm):
                     h[j] = starts[i, s, j]
                     if not math.isfinite(h[j]):
                         finite = False
-                if not finite:
+                if not finite or _repeats(starts[i], s, N):
                     continue
                 f, gn, it, dup = newton(h, w[i], T[i], Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
                                         C, p, ht, found, n_found, form, Bm, X, Y)

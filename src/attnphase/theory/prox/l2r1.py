@@ -1,8 +1,9 @@
 """Adapter: the compiled two-dimensional Newton kernel (theory/_prox_kernel.py) behind the prox protocol.
 
 For L = 2 each row of S and T sums to 1, so the loss depends on T only through its diagonal, and for r = 1 the
-quadratic term's Vinv is a scalar.  Extra starts are not needed by this kernel: its three starts (the two zeros
-of the loss and w) were measured to cover both basins; they are ignored.
+quadratic term's Vinv is a scalar.  Extra starts are not needed by this kernel: its four starts (the two zeros
+of the loss, w, and the midpoint of w and the zero on its side) were measured to cover the basins the general
+kernel finds; they are ignored.
 """
 
 from __future__ import annotations
