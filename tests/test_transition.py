@@ -293,3 +293,20 @@ def test_positional_slope_guards_the_not_in_range_claim():
         fd = bm.branch_map(s, 2.0, "positional", z, y, h).gt / h
         assert (fd < 1.0) == below, (omega, slope, fd)
         assert (slope < 1.0) == below, (omega, slope)
+
+
+def test_positional_merge_at_small_omega_is_a_located_pitchfork():
+    """omega = 0.05: the positional branch merges back into the agnostic point where the slope in m falls through
+    1; merge_end reports it as a pitchfork whose interval the slope (independently evaluated on other points)
+    crosses, with the slope above 1 below it and below 1 above it."""
+    from attnphase.theory.branch_ends import merge_end
+    from attnphase.theory.transition import positional_slope
+
+    s = Setting(omega=0.05)
+    end = merge_end(s, "positional", 0.2, 2.0, "fast")
+    c = end.critical
+    assert c.kind == "pitchfork" and c.found and 0.9 < c.value < 1.3, c
+    assert c.width < 0.1 and len(end.per_scrambling) >= 3
+    assert positional_slope(s, c.lo - 0.05, seed=7) > 1.0 > positional_slope(s, c.hi + 0.05, seed=7)
+    # at omega = 0.3 the agnostic point is unstable in m at alpha = 2: no merge claimed
+    assert merge_end(Setting(omega=0.3), "positional", 0.2, 2.0, "fast").critical.kind == "not in range"

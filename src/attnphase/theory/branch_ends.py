@@ -26,6 +26,7 @@ from attnphase.theory.continuation import (
     BranchEnd,
     Path,
     arclength,
+    bracket_from_above,
     classify_end,
     desingularised,
     locate_pitchfork,
@@ -75,6 +76,117 @@ def _agnostic_start(setting: Setting, alpha: float, branch: str, z: np.ndarray) 
     return r.u, n + r.iterations
 
 
+def _agnostic_at(setting: Setting, alpha: float, branch: str, z: np.ndarray, y0: np.ndarray,
+                 jacobian: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray | None, int]:
+    """The agnostic fixed point at alpha by Newton from y0 (a neighbour's), and the order parameter's slope
+    there: (y, slope, Newton matrix, evaluations).  Raises ValueError where Newton fails."""
+
+    def F(u: np.ndarray) -> np.ndarray:
+        return (bm.symmetric_map(setting, alpha, branch, z, u).gy - u) / np.abs(y0)
+
+    r = newton(F, y0, [0, 1], 1e-3 * np.abs(y0), tol=1e-9, accept=1e-5, max_iter=15, jacobian=jacobian)
+    if not r.converged:
+        raise ValueError(f"agnostic point not found at alpha = {alpha:g}: {r.message}")
+    v = bm.symmetric_map(setting, alpha, branch, z, r.u)
+    return r.u, float(v.slope), r.jacobian, r.iterations + 1
+
+
+def _pitchforks(setting: Setting, branch: str, y0: np.ndarray, a0: float, log2_p: int, R: int, seed: int,
+                tol: float) -> tuple[list, int, str]:
+    """The pitchfork (slope = 1 with the agnostic fixed point) for each of R scramblings, the first from
+    (y0, a0), the others from the first one's solution and Newton matrix: (converged results, evaluations,
+    message of the first one's failure)."""
+    y_scale = np.abs(y0)
+    pfs: list = []
+    J = None
+    n_eval = 0
+
+    def S_for(z):
+        def S(y, alpha):
+            v = bm.symmetric_map(setting, alpha, branch, z, y)
+            return v.gy, v.slope
+        return S
+
+    for rep in range(R):
+        z = bm.symmetric_points(log2_p, rep, seed, branch)
+        start_y, start_a = (y0, a0) if not pfs else (pfs[0].y, pfs[0].p)
+        pf = locate_pitchfork(S_for(z), start_y, start_a, y_scale=y_scale, p_step=1e-3, tol=tol, jacobian=J,
+                              accept=1e-4, max_iter=20)
+        n_eval += pf.evaluations
+        if not pf.converged:
+            if rep == 0:
+                return [], n_eval, pf.message
+            continue
+        J = pf.jacobian
+        pfs.append(pf)
+    return pfs, n_eval, ""
+
+
+def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
+              precision: str | Precision = "fast", seed: int = 0, tol: float = 1e-6) -> EndResult:
+    """Where a branch that exists at alpha_lo merges back into the agnostic point below alpha_hi: the pitchfork
+    at which the order parameter's slope at the agnostic point falls through 1 (from above at alpha_lo to below
+    at alpha_hi).  Bracketed by stepping down from alpha_hi on the slope (agnostic point by warm-started Newton),
+    then located per scrambling (Newton on slope = 1 jointly with the agnostic point); interval: Student-t 99%
+    over scramblings plus the tolerance.
+
+    kind "pitchfork": the order parameter is not followed from it, so a subcritical merge (a fold just above
+    the pitchfork) is not excluded; the method says so."""
+    prec = get_precision(precision)
+    name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_vanishes"
+    log2 = max(prec.log2_points - 1, 6)
+    log2_p = min(prec.log2_points + 1, 22)
+    R = max(prec.replicas, 3)
+    z0 = bm.symmetric_points(log2, 0, seed, branch)
+    try:
+        y, n_eval = _agnostic_start(setting, alpha_hi, branch, z0)
+        y = np.abs(y)
+        y, s_hi, J, k = _agnostic_at(setting, alpha_hi, branch, z0, y)
+    except (ValueError, ArithmeticError) as exc:
+        c = Critical.missing(name, "failed", f"agnostic point at alpha = {alpha_hi:g}: {exc}", "slope of the map")
+        return EndResult(branch, c, c, evaluations=0)
+    n_eval += k
+    if not s_hi < 1:
+        c = Critical.missing(name, "not in range", f"the agnostic point is unstable in {bm.ORDER_NAME[branch]} "
+                             f"at alpha = {alpha_hi:g} (slope {s_hi:.3g} >= 1)", "slope of the map")
+        return EndResult(branch, c, c, evaluations=n_eval)
+    # Bracket: step down until the slope exceeds 1 again (eight steps cover [alpha_lo, alpha_hi]); each step
+    # starts Newton from the previous agnostic point with its matrix.
+    state = {"y": y, "J": J, "n": 0, "ys": {alpha_hi: y}}
+
+    def f(a: float) -> float:
+        y_a, s_a, state["J"], k_a = _agnostic_at(setting, a, branch, z0, state["y"], state["J"])
+        state["y"] = state["ys"][a] = y_a
+        state["n"] += k_a
+        return s_a - 1.0
+
+    h = (alpha_hi - alpha_lo) / 8
+    br = bracket_from_above(f, alpha_lo, alpha_hi, s_hi - 1.0)
+    n_eval += state["n"]
+    if br is None:
+        c = Critical.missing(name, "failed", f"the slope of the {bm.ORDER_NAME[branch]} map at the agnostic point "
+                             f"does not rise through 1 on [{alpha_lo:.4g}, {alpha_hi:g}]: no merge located",
+                             "slope of the map")
+        return EndResult(branch, c, c, evaluations=n_eval)
+    a_lo, f_lo, a_hi, f_hi = br
+    y, y_hi = state["ys"][a_lo], state["ys"][a_hi]
+    a0 = a_lo + (a_hi - a_lo) * f_lo / (f_lo - f_hi)
+    pfs, k, msg = _pitchforks(setting, branch, 0.5 * (y + y_hi), a0, log2_p, R, seed, tol)
+    n_eval += k
+    method = (f"slope of the {bm.ORDER_NAME[branch]} map at the agnostic point falls through 1 (bracketed on "
+              f"[{a_lo:.4g}, {a_hi:.4g}], Newton), {len(pfs)} scramblings; the branch is not followed from it, so "
+              f"a fold right above the pitchfork (subcritical merge) is not excluded")
+    alphas = [pf.p for pf in pfs]
+    if not pfs or not all(a_lo - h <= x <= a_hi + h for x in alphas):
+        c = Critical.missing(name, "failed", f"pitchfork not located in [{a_lo:.4g}, {a_hi:.4g}]: {msg or alphas}",
+                             method)
+        return EndResult(branch, c, c, evaluations=n_eval)
+    a_p = float(np.mean(alphas))
+    half = spread_halfwidth(alphas) + 10 * tol
+    c = Critical(name, a_p, a_p - half, a_p + half, "pitchfork", method)
+    return EndResult(branch, c, c, per_scrambling=alphas, evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
+
+
 def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float,
                precision: str | Precision = "fast", seed: int = 0, tol: float = 1e-6,
                follow: bool = True) -> EndResult:
@@ -108,23 +220,11 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     y0 = np.abs(y0)
     n_eval += k
     y_scale = np.abs(y0)
-    p_step = 1e-3
-    pfs = []
-    J = None
-    for rep in range(R):
-        z = bm.symmetric_points(log2_p, rep, seed, branch)
-        start_y, start_a = (y0, ALPHA_GUESS[branch]) if rep == 0 else (pfs[0].y, pfs[0].p)
-        pf = locate_pitchfork(S_for(z), start_y, start_a, y_scale=y_scale, p_step=p_step, tol=tol, jacobian=J,
-                              accept=1e-4, max_iter=20)
-        n_eval += pf.evaluations
-        if not pf.converged:
-            if rep == 0:
-                pc = Critical.missing(f"{branch}_pitchfork", "failed", f"pitchfork not located: {pf.message}",
-                                      "Newton on slope = 1")
-                return EndResult(branch, Critical.missing(name, "failed", pc.reason), pc, evaluations=n_eval)
-            continue
-        J = pf.jacobian
-        pfs.append(pf)
+    pfs, k, msg = _pitchforks(setting, branch, y0, ALPHA_GUESS[branch], log2_p, R, seed, tol)
+    n_eval += k
+    if not pfs:
+        pc = Critical.missing(f"{branch}_pitchfork", "failed", f"pitchfork not located: {msg}", "Newton on slope = 1")
+        return EndResult(branch, Critical.missing(name, "failed", pc.reason), pc, evaluations=n_eval)
     alphas = [pf.p for pf in pfs]
     a_p = float(np.mean(alphas))
     half = spread_halfwidth(alphas) + 10 * tol
@@ -223,4 +323,4 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
             for u in rows]
 
 
-__all__ = ["EndResult", "Path", "branch_end", "path_as_overlaps"]
+__all__ = ["EndResult", "Path", "branch_end", "merge_end", "path_as_overlaps"]

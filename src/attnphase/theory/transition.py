@@ -27,7 +27,7 @@ import numpy as np
 
 from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.baseline import linear_baseline
-from attnphase.theory.branch_ends import EndResult, branch_end, path_as_overlaps
+from attnphase.theory.branch_ends import EndResult, branch_end, merge_end, path_as_overlaps
 from attnphase.theory.curves import Critical, global_minimum_curve
 from attnphase.theory.results import FixedPoint, Overlaps
 from attnphase.theory.state_evolution import get_precision, solve
@@ -201,6 +201,15 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     # the pitchfork): following it to alpha_max costs more than the rest of the transition.
     pos_end = branch_end(setting, "positional", alpha_min, alpha_max, precision, seed, follow=False)
     pos_followed = False
+    # Where the agnostic point is stable again in m at alpha_max (omega <= 0.2), the positional branch merges
+    # back into it inside the range: a pitchfork where the slope falls through 1.
+    merge = None
+    if pos_end.pitchfork.found:
+        merge = merge_end(setting, "positional", max(pos_end.pitchfork.hi, alpha_min), alpha_max, precision, seed)
+        if merge.critical.found:
+            pos_end = EndResult("positional", merge.critical, pos_end.pitchfork, per_scrambling=merge.per_scrambling,
+                                evaluations=pos_end.evaluations + merge.evaluations, order_name=merge.order_name)
+            pos_followed = True
 
     grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
     solves = [0]
@@ -212,7 +221,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         if branch == "semantic":
             lo = c.hi if c.found else (end.pitchfork.hi if end.pitchfork.found else alpha_min)
             return a > lo if (c.found or end.pitchfork.found) else True
-        if c.found and c.kind == "fold" and a >= c.lo:
+        if c.found and c.name == "alpha_pos_vanishes" and a >= c.lo:  # (not the pitchfork where it appears)
             return False
         return not (end.pitchfork.found and a <= end.pitchfork.hi)
 
@@ -240,8 +249,12 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
             init = known[0]
         p = solve(setting, a, branch, precision, init=init, seed=seed)
         solves[0] += 1
-        if not p.valid and known and init is not known[0]:
-            p = solve(setting, a, branch, precision, init=known[0], seed=seed)
+        # Retries: from the nearest solved point, then from the default start (a neighbour next to a branch
+        # end, where the order parameter is small, can lead the iteration onto the agnostic point).
+        for retry in ([known[0]] if known else []) + [None]:
+            if p.valid or retry is init:
+                continue
+            p = solve(setting, a, branch, precision, init=retry, seed=seed)
             solves[0] += 1
         cache[key] = p
         return p
@@ -282,7 +295,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         if math.isfinite(v):
             g_pts.append((a, v))
     solved_pos = [p for (b, _), p in cache.items() if b == "positional"]
-    if solved_pos and not all(p.valid for p in solved_pos):
+    if solved_pos and not all(p.valid for p in solved_pos) and not pos_followed:
         pos_end = branch_end(setting, "positional", alpha_min, alpha_max, precision, seed)
         pos_followed = True
         for key in [key for key in cache if key[0] == "positional" and not exists("positional", key[1])]:
@@ -295,16 +308,9 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
             f"the positional branch appears at a pitchfork at alpha = {pos_end.pitchfork.value:.4g}, is a valid "
             f"fixed point at every alpha solved up to {alpha_max:g}, and the agnostic point is unstable in m there",
             "continuation along the alpha grid")
-    if critical["alpha_pos_vanishes"].kind == "not in range":
-        slope_max = positional_slope(setting, alpha_max, precision, seed)
-        if math.isfinite(slope_max) and slope_max < 1.0:
-            # The agnostic point is stable again in m at alpha_max: the positional branch that grew out of it at the
-            # pitchfork may merge back (or fold) inside the range.  Seen at omega <= 0.2; not located yet, so no value
-            # and no claim that it exists through alpha_max.
-            critical["alpha_pos_vanishes"] = Critical.missing(
-                "alpha_pos_vanishes", "failed",
-                f"the agnostic point is stable in m at alpha = {alpha_max:g} (slope {slope_max:.3g} < 1): the positional "
-                f"branch may end inside the range; its end is not located", "slope of the m map at the agnostic point")
+    if critical["alpha_pos_vanishes"].kind == "not in range" and merge is not None and not merge.critical.found \
+            and merge.critical.kind == "failed":
+        critical["alpha_pos_vanishes"] = merge.critical
     critical["alpha_sem_appears"] = sem_end.critical
     critical["semantic_pitchfork"] = sem_end.pitchfork
     critical["positional_pitchfork"] = pos_end.pitchfork
