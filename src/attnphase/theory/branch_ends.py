@@ -314,6 +314,107 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
                      evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
 
 
+@dataclass
+class ValidityEnds:
+    """Branch ends of a setting without the L = 2 adapter, from where the solver finds each branch (a valid fixed
+    point with its order parameter non-zero beyond its error).  ``range``: per branch the (lo, hi) alpha
+    interval in which it exists on the grid (lo > hi: nowhere), ``ends``: records alpha_sem_appears,
+    alpha_pos_appears, alpha_pos_vanishes; ``points``: every fixed point solved on the way."""
+
+    ends: dict[str, Critical]
+    range: dict[str, tuple[float, float]]
+    points: list = field(default_factory=list)
+
+
+def _bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
+                  xtol: float, points: list) -> tuple[float, float]:
+    """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity, each solve started from the valid
+    point nearest the boundary."""
+    from attnphase.theory.state_evolution import solve
+
+    while abs(a_ok - a_bad) > xtol:
+        mid = 0.5 * (a_ok + a_bad)
+        p = solve(setting, mid, branch, precision, init=p_ok, seed=seed)
+        if not p.valid:
+            # a failure from the neighbour can be the neighbour's fault: the default start decides
+            p = solve(setting, mid, branch, precision, seed=seed)
+        points.append(p)
+        if p.valid:
+            a_ok, p_ok = mid, p
+        else:
+            a_bad = mid
+    return a_ok, a_bad
+
+
+def validity_ends(setting: Setting, grid: list[float], precision: str | Precision = "fast", seed: int = 0,
+                  xtol: float = 0.02) -> ValidityEnds:
+    """Ends of the semantic and positional branches located on the solver's validity: both branches solved
+    along the grid by continuation (solve_curve), each end bracketed between a grid point where the branch is
+    valid and its neighbour where it is not (collapsed onto the agnostic point, or no convergence), then
+    bisected to xtol.  kind "unknown": a collapse test does not say pitchfork or fold; the interval is the final
+    bracket, so it holds the end as the solver sees it (at this precision), not an extrapolation."""
+    from attnphase.theory.state_evolution import solve_curve
+
+    grid = sorted(grid)
+    points: list = []
+    ends: dict[str, Critical] = {}
+    rng: dict[str, tuple[float, float]] = {}
+    method = f"bisection to {xtol:g} on the validity of the solver's fixed point (collapse of the order parameter " \
+             f"or no convergence), from an alpha grid of {len(grid)} points"
+    for branch in ("semantic", "positional"):
+        curve = solve_curve(setting, grid, branch, precision, seed=seed)
+        points.extend(curve)
+        ok = [p.valid for p in curve]
+        if not any(ok):
+            reason = f"no valid {branch} fixed point on the grid [{grid[0]:g}, {grid[-1]:g}] (continuation and the " \
+                     f"default start)"
+            if branch == "semantic":
+                ends["alpha_sem_appears"] = Critical.missing("alpha_sem_appears", "not in range", reason, method)
+            else:
+                ends["alpha_pos_appears"] = Critical.missing("alpha_pos_appears", "not in range", reason, method)
+                ends["alpha_pos_vanishes"] = Critical.missing("alpha_pos_vanishes", "not in range", reason, method)
+            rng[branch] = (float("inf"), -float("inf"))
+            continue
+        # The run of valid points that matters: from the top for the semantic branch (it exists at large alpha),
+        # from the lowest valid point for the positional one.
+        if branch == "semantic":
+            i1 = len(curve) - 1 if ok[-1] else max(i for i, v in enumerate(ok) if v)
+            i0 = i1
+            while i0 > 0 and ok[i0 - 1]:
+                i0 -= 1
+        else:
+            i0 = ok.index(True)
+            i1 = i0
+            while i1 < len(ok) - 1 and ok[i1 + 1]:
+                i1 += 1
+        lo_name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_appears"
+        lo = grid[0]
+        if i0 == 0:
+            ends[lo_name] = Critical.missing(lo_name, "not in range", f"the {branch} branch is valid at alpha = "
+                                             f"{grid[0]:g}, the lower end of the range", method)
+            lo = -float("inf")
+        else:
+            a_ok, a_bad = _bisect_valid(setting, branch, grid[i0], curve[i0], grid[i0 - 1], precision, seed, xtol,
+                                        points)
+            ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
+            lo = a_ok
+        hi = float("inf")
+        if branch == "positional":
+            if i1 == len(curve) - 1:
+                ends["alpha_pos_vanishes"] = Critical.missing(
+                    "alpha_pos_vanishes", "not in range", f"the positional branch is valid from alpha = "
+                    f"{grid[i0]:g} up to {grid[-1]:g}", method)
+                hi = float("inf")
+            else:
+                a_ok, a_bad = _bisect_valid(setting, branch, grid[i1], curve[i1], grid[i1 + 1], precision, seed,
+                                            xtol, points)
+                ends["alpha_pos_vanishes"] = Critical("alpha_pos_vanishes", 0.5 * (a_ok + a_bad), a_ok, a_bad,
+                                                      "unknown", method)
+                hi = a_ok
+        rng[branch] = (lo, hi)
+    return ValidityEnds(ends, rng, points)
+
+
 def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, float]]:
     """Rows (alpha, q, V, m, theta) of the unstable part (or the whole path) for drawing."""
     rows = end.unstable if part == "unstable" else end.path
@@ -323,4 +424,4 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
             for u in rows]
 
 
-__all__ = ["EndResult", "Path", "branch_end", "merge_end", "path_as_overlaps"]
+__all__ = ["EndResult", "Path", "ValidityEnds", "branch_end", "merge_end", "path_as_overlaps", "validity_ends"]

@@ -180,8 +180,13 @@ def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float
 
 
 def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0, n_grid: int = 12,
-               precision: str = "fast", xtol: float = 0.01, seed: int = 0, z: float = 3.0) -> TransitionResult:
+               precision: str = "fast", xtol: float = 0.01, seed: int = 0, z: float = 3.0,
+               ends: str = "auto") -> TransitionResult:
     """alpha_c, alpha_l and the branch ends of one setting, searched in [alpha_min, alpha_max].
+
+    ends: "adapter" locates the branch ends as properties of the equations (pitchfork / fold, the L = 2,
+    r = r* = 1, antipodal adapter); "solves" locates them where the solver stops finding each branch (any
+    setting; kind "unknown"); "auto": the adapter where it applies.
 
     The branch ends come first (they say where each branch exists).  Both branches are then solved on an n_grid
     alpha grid where they exist (the semantic one from its continuation path's overlaps as the start), and the
@@ -191,10 +196,19 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         raise TypeError("setting must be an attnphase.Setting")
     alpha_min, alpha_max, n_grid, xtol, seed = check_transition_args(alpha_min, alpha_max, n_grid, precision,
                                                                      xtol, seed)
-    setting.require_study_geometry()
+    if ends not in ("auto", "adapter", "solves"):
+        raise ValueError(f"ends must be 'auto', 'adapter' or 'solves', got {ends!r}")
+    if ends == "adapter":
+        setting.require_study_geometry()
+    general = ends == "solves" or (ends == "auto" and not setting.is_study_geometry)
     t0, c0 = time.perf_counter(), time.process_time()
     te_lin = float(linear_baseline(setting).test_error_linear)
     critical: dict[str, Critical] = {}
+    grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
+    solves = [0]
+    cache: dict[tuple[str, float], FixedPoint] = {}
+    if general:
+        return _transition_general(setting, grid, precision, xtol, seed, z, te_lin, t0, c0)
     sem_end = branch_end(setting, "semantic", alpha_min, alpha_max, precision, seed)
     # The positional branch appears at a supercritical pitchfork at small alpha; whether it vanishes (at a fold)
     # in range is only followed by continuation when its curve says it may (a point that is not valid above
@@ -210,10 +224,6 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
             pos_end = EndResult("positional", merge.critical, pos_end.pitchfork, per_scrambling=merge.per_scrambling,
                                 evaluations=pos_end.evaluations + merge.evaluations, order_name=merge.order_name)
             pos_followed = True
-
-    grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
-    solves = [0]
-    cache: dict[tuple[str, float], FixedPoint] = {}
 
     def exists(branch: str, a: float) -> bool:
         end = sem_end if branch == "semantic" else pos_end
@@ -397,6 +407,108 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
                             alpha_range=(alpha_min, alpha_max), curves=curves, unstable=unstable, solves=solves[0],
                             map_evaluations=sem_end.evaluations + pos_end.evaluations,
+                            seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
+
+
+def _transition_general(setting: Setting, grid: list[float], precision: str, xtol: float, seed: int, z: float,
+                        te_lin: float, t0: float, c0: float) -> TransitionResult:
+    """transition() for any setting the engine solves: the branch ends from the solver's validity
+    (branch_ends.validity_ends), then the same crossings as the study's path, on fixed points started from the
+    nearest valid solved point of the branch."""
+    from attnphase.theory.branch_ends import validity_ends
+
+    alpha_min, alpha_max = grid[0], grid[-1]
+    ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02))
+    cache: dict[tuple[str, float], FixedPoint] = {(p.branch, round(p.alpha, 12)): p for p in ve.points}
+    solves = [len(ve.points)]
+
+    def exists(branch: str, a: float) -> bool:
+        lo, hi = ve.range[branch]
+        return lo < a < hi
+
+    def fp(branch: str, a: float) -> FixedPoint:
+        key = (branch, round(a, 12))
+        if key not in cache:
+            known = sorted((p for (b, _), p in cache.items() if b == branch and p.valid),
+                           key=lambda p: abs(p.alpha - a))
+            p = solve(setting, a, branch, precision, init=known[0] if known else None, seed=seed)
+            solves[0] += 1
+            if not p.valid and known:
+                p = solve(setting, a, branch, precision, seed=seed)
+                solves[0] += 1
+            cache[key] = p
+        return cache[key]
+
+    def delta(a: float) -> tuple[float, float]:
+        if not (exists("semantic", a) and exists("positional", a)):
+            return float("nan"), float("nan")
+        ps, pp = fp("semantic", a), fp("positional", a)
+        if not (ps.valid and pp.valid):
+            return float("nan"), float("nan")
+        return ps.train_loss - pp.train_loss, math.hypot(ps.errors.get("train_loss", 0.0),
+                                                         pp.errors.get("train_loss", 0.0))
+
+    def global_excess(a: float) -> tuple[float, float]:
+        pts = {b: [fp(b, a)] for b in ("semantic", "positional") if exists(b, a)}
+        gm = global_minimum_curve(pts)
+        if not gm:
+            gm = global_minimum_curve({"agnostic": [fp("agnostic", a)]})
+        if not gm:
+            return float("nan"), float("nan")
+        return gm[0].test_error - te_lin, gm[0].errors.get("test_error", 0.0)
+
+    critical = dict(ve.ends)
+    for b in ("semantic", "positional"):
+        critical[f"{b}_pitchfork"] = Critical.missing(f"{b}_pitchfork", "not in range", "the pitchfork condition is "
+                                                      "located by the L = 2 adapter only (ends='adapter')")
+    # --- alpha_c: the sign change of the loss difference on the grid where both branches are valid
+    c_method = f"regula falsi (Illinois) on train_loss(semantic) - train_loss(positional) to {xtol:g}, " \
+               f"+- {z:g} standard errors / slope"
+    d_pts = [(a, d) for a in grid if math.isfinite(d := delta(a)[0])]
+    sem_c = critical["alpha_sem_appears"]
+    alpha_c: Critical | None = None
+    for (a0, d0), (a1, d1) in zip(d_pts, d_pts[1:], strict=False):
+        if d0 > 0 >= d1:
+            alpha_c = _root("alpha_c", delta, a0, a1, xtol, z, c_method)
+            break
+    if alpha_c is None:
+        if d_pts and all(d > 0 for _, d in d_pts):
+            alpha_c = Critical.missing("alpha_c", "above range",
+                                       f"positional lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]")
+        elif sem_c.found and (not d_pts or all(d <= 0 for _, d in d_pts)):
+            why = ("no positional fixed point where the semantic branch appears" if not d_pts else
+                   "semantic below positional wherever both exist")
+            alpha_c = Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
+                               f"{why}: the global minimum switches where the semantic branch appears", why)
+        else:
+            alpha_c = Critical.missing("alpha_c", "failed", "no bracketed sign change of the training-loss difference")
+    critical["alpha_c"] = alpha_c
+    # --- alpha_l: the last crossing of the global minimum's test error with the baseline, seen from above
+    l_method = f"regula falsi on test_error(global minimum) - test_error_linear to {xtol:g}, +- {z:g} " \
+               f"standard errors / slope"
+    g_pts = [(a, v) for a in grid if math.isfinite(v := global_excess(a)[0])]
+    if not g_pts:
+        alpha_l = Critical.missing("alpha_l", "failed", "no valid fixed point on the grid")
+    elif g_pts[-1][1] >= 0:
+        alpha_l = Critical.missing("alpha_l", "not in range",
+                                   f"the global minimum does not beat the linear baseline at alpha = {g_pts[-1][0]:g}")
+    elif not any(v >= 0 for _, v in g_pts):
+        alpha_l = Critical.missing("alpha_l", "not in range",
+                                   f"attention beats the linear baseline on the whole range from {alpha_min:g}")
+    else:
+        k = max(i for i, (_, v) in enumerate(g_pts) if v >= 0)
+        lo_a, hi_a = g_pts[k][0], g_pts[k + 1][0]
+        ac = alpha_c
+        if ac.found and lo_a <= ac.value <= hi_a and global_excess(ac.hi)[0] < 0 <= global_excess(ac.lo)[0]:
+            alpha_l = Critical("alpha_l", ac.value, ac.lo, ac.hi, ac.kind,
+                               "the global minimum's test error jumps below the baseline at alpha_c", "= alpha_c")
+        else:
+            alpha_l = _root("alpha_l", global_excess, lo_a, hi_a, xtol, z, l_method)
+    critical["alpha_l"] = alpha_l
+    curves = {b: sorted((p for (bb, _), p in cache.items() if bb == b), key=lambda p: p.alpha)
+              for b in ("positional", "semantic")}
+    return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
+                            alpha_range=(alpha_min, alpha_max), curves=curves, solves=solves[0],
                             seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
 
 
