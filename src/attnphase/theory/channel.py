@@ -17,6 +17,7 @@ contribution of the jumps of the global minimiser between basins, which the poin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -91,21 +92,32 @@ def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
     return np.einsum("nla,nlb->ab", f, g) / n
 
 
-def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
-                       branch: str | Branch = Branch.free, *, kernel: str = "auto") -> ChannelOutput:
-    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n))."""
-    b = as_branch(branch)
+def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *,
+                kernel: str = "auto") -> tuple[np.ndarray, Any, dict]:
+    """The channel's integrand at each point: f_l = V^{-1} (hhat_l - omega_l), shape (n, L, r), with the
+    proximal solution (h, value, converged) and the field matrices of :func:`fields` (xi, eta, q^{1/2}, ...).
+    Every hat overlap is an average of f against the points (update_hatoverlaps); exposed for code that needs
+    other averages of the same integrand (e.g. derivatives with respect to an overlap by a score identity)."""
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
     T = target_attention(hstar, setting.omega, setting.A_array)
     V = 0.5 * (o.V + o.V.T)
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
     sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel)
-    n = w.shape[0]
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
     else:
         f = np.einsum("nla,ab->nlb", sol.h - w, Vinv)
+    return f, sol, mats
+
+
+def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
+                       branch: str | Branch = Branch.free, *, kernel: str = "auto") -> ChannelOutput:
+    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n))."""
+    b = as_branch(branch)
+    o = overlaps
+    f, sol, mats = pointwise_f(setting, o, points, kernel=kernel)
+    n = f.shape[0]
     xi, eta = mats["xi"], mats["eta"]
     qhat = alpha * _outer_mean(f, f)
     mhat = alpha * f.mean(axis=0)
