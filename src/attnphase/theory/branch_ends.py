@@ -42,6 +42,8 @@ SIDE = {"semantic": "lower", "positional": "upper"}
 # Where to look for the pitchfork first (Newton starts there; the slope is monotone in alpha in all
 # settings measured).
 ALPHA_GUESS = {"semantic": 0.7, "positional": 0.1}
+# How far above its pitchfork a branch that exists above its end is followed (enough to have passed any fold).
+PAST = 0.25
 
 
 @dataclass
@@ -248,6 +250,10 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     def stop(u: np.ndarray) -> str | None:
         if u[3] > alpha_max + 0.05 or u[3] < max(alpha_min - 0.2, 1e-3):
             return "left the alpha range"
+        if side == "lower" and u[3] > pf0.p + PAST:
+            # Back above the pitchfork by a margin: any fold (which lies below the pitchfork on this side) is
+            # already on the path, so the end is classified; the fixed points beyond are solved from neighbours.
+            return "past the pitchfork"
         if branch == "semantic" and u[2] ** 2 >= 0.95 * u[0] * setting.rho:
             return "theta reached its bound"
         if u[2] < 0:
@@ -259,7 +265,7 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     n_eval += path.evaluations
     end: BranchEnd = classify_end(path, side)
     if end.kind in ("pitchfork", "none"):
-        left = path.message in ("left the alpha range", "theta reached its bound")
+        left = path.message in ("left the alpha range", "theta reached its bound", "past the pitchfork")
         if end.kind == "none" and not left:
             crit = Critical.missing(name, "failed", f"continuation of the {branch} branch from its pitchfork at "
                                     f"alpha = {a_p:.4g} stopped at alpha = {path.u[-1, 3]:.3g} ({path.message}) "

@@ -181,12 +181,13 @@ def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float
 
 def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0, n_grid: int = 12,
                precision: str = "fast", xtol: float = 0.01, seed: int = 0, z: float = 3.0,
-               ends: str = "auto") -> TransitionResult:
+               ends: str = "auto", workers: int = 1) -> TransitionResult:
     """alpha_c, alpha_l and the branch ends of one setting, searched in [alpha_min, alpha_max].
 
     ends: "adapter" locates the branch ends as properties of the equations (pitchfork / fold, the L = 2,
     r = r* = 1, antipodal adapter); "solves" locates them where the solver stops finding each branch (any
-    setting; kind "unknown"); "auto": the adapter where it applies.
+    setting; kind "unknown"); "auto": the adapter where it applies.  workers > 1 (adapter path): the positional
+    branch's end and its fixed points are computed in a second process while this one does the semantic branch's.
 
     The branch ends come first (they say where each branch exists).  Both branches are then solved on an n_grid
     alpha grid where they exist (the semantic one from its continuation path's overlaps as the start), and the
@@ -203,23 +204,62 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     general = ends == "solves" or (ends == "auto" and not setting.is_study_geometry)
     t0, c0 = time.perf_counter(), time.process_time()
     te_lin = float(linear_baseline(setting).test_error_linear)
-    critical: dict[str, Critical] = {}
     grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
-    solves = [0]
-    cache: dict[tuple[str, float], FixedPoint] = {}
     if general:
         return _transition_general(setting, grid, precision, xtol, seed, z, te_lin, t0, c0)
-    sem_end = branch_end(setting, "semantic", alpha_min, alpha_max, precision, seed)
+    from attnphase.parallel import check_workers, pool
+
+    if check_workers(workers) > 1:
+        with pool(1) as ex:
+            return _transition_study(setting, alpha_min, alpha_max, n_grid, precision, xtol, seed, z, te_lin, t0,
+                                     c0, ex)
+    return _transition_study(setting, alpha_min, alpha_max, n_grid, precision, xtol, seed, z, te_lin, t0, c0, None)
+
+
+def _positional_ends(setting: Setting, alpha_min: float, alpha_max: float, precision: str,
+                     seed: int) -> tuple[EndResult, EndResult | None]:
+    """The positional branch's pitchfork (where it appears) and, where the agnostic point is stable again in m at
+    alpha_max (omega <= 0.2), where it merges back into it: (pitchfork end, merge end or None)."""
     # The positional branch appears at a supercritical pitchfork at small alpha; whether it vanishes (at a fold)
     # in range is only followed by continuation when its curve says it may (a point that is not valid above
     # the pitchfork): following it to alpha_max costs more than the rest of the transition.
     pos_end = branch_end(setting, "positional", alpha_min, alpha_max, precision, seed, follow=False)
-    pos_followed = False
-    # Where the agnostic point is stable again in m at alpha_max (omega <= 0.2), the positional branch merges
-    # back into it inside the range: a pitchfork where the slope falls through 1.
     merge = None
     if pos_end.pitchfork.found:
         merge = merge_end(setting, "positional", max(pos_end.pitchfork.hi, alpha_min), alpha_max, precision, seed)
+    return pos_end, merge
+
+
+def _solve_retrying(setting: Setting, a: float, branch: str, precision: str, seed: int,
+                    init: Overlaps | FixedPoint | None, nearest: FixedPoint | None) -> tuple[FixedPoint, int]:
+    """solve() from init; where that fails, from the nearest solved point of the branch, then from the default
+    start (a neighbour next to a branch end, where the order parameter is small, can lead the iteration onto the
+    agnostic point).  (fixed point, solves)."""
+    p = solve(setting, a, branch, precision, init=init, seed=seed)
+    n = 1
+    for retry in ([nearest] if nearest is not None else []) + [None]:
+        if p.valid or retry is init:
+            continue
+        p = solve(setting, a, branch, precision, init=retry, seed=seed)
+        n += 1
+    return p, n
+
+
+def _transition_study(setting: Setting, alpha_min: float, alpha_max: float, n_grid: int, precision: str,
+                      xtol: float, seed: int, z: float, te_lin: float, t0: float, c0: float,
+                      ex: Any) -> TransitionResult:
+    """transition() with the branch ends from the L = 2 adapter; ``ex``: an executor for the positional branch's
+    work, or None (serial)."""
+    critical: dict[str, Critical] = {}
+    grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
+    solves = [0]
+    cache: dict[tuple[str, float], FixedPoint] = {}
+    pos_future = ex.submit(_positional_ends, setting, alpha_min, alpha_max, precision, seed) if ex else None
+    sem_end = branch_end(setting, "semantic", alpha_min, alpha_max, precision, seed)
+    pos_end, merge = (pos_future.result() if pos_future is not None
+                      else _positional_ends(setting, alpha_min, alpha_max, precision, seed))
+    pos_followed = False
+    if merge is not None:
         if merge.critical.found:
             pos_end = EndResult("positional", merge.critical, pos_end.pitchfork, per_scrambling=merge.per_scrambling,
                                 evaluations=pos_end.evaluations + merge.evaluations, order_name=merge.order_name)
@@ -248,30 +288,38 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
         q, V, t = (float(np.interp(a, al, P[:, i])) for i in range(3))
         return Overlaps(q, 0.0, V, t) if end.branch == "semantic" else Overlaps(q, t, V, 0.0)
 
-    def fp(branch: str, a: float) -> FixedPoint:
-        key = (branch, round(a, 12))
-        if key in cache:
-            return cache[key]
+    def start(branch: str, a: float) -> tuple[Overlaps | FixedPoint | None, FixedPoint | None]:
+        """(start, nearest solved point) for a solve of branch at a."""
+        # A solved neighbour within a grid step carries its Newton matrix (chord steps from the start, a few map
+        # evaluations per scrambling); the continuation path's overlaps are a start without one.
         known = sorted((p for (b, _), p in cache.items() if b == branch and p.valid), key=lambda p: abs(p.alpha - a))
         end = sem_end if branch == "semantic" else pos_end
-        init: Overlaps | FixedPoint | None = path_start(end, a)
+        step = (alpha_max - alpha_min) / (n_grid - 1)
+        init: Overlaps | FixedPoint | None = known[0] if known and abs(known[0].alpha - a) <= 1.01 * step else None
+        if init is None:
+            init = path_start(end, a)
         if init is None and known:
             init = known[0]
-        p = solve(setting, a, branch, precision, init=init, seed=seed)
-        solves[0] += 1
-        # Retries: from the nearest solved point, then from the default start (a neighbour next to a branch
-        # end, where the order parameter is small, can lead the iteration onto the agnostic point).
-        for retry in ([known[0]] if known else []) + [None]:
-            if p.valid or retry is init:
-                continue
-            p = solve(setting, a, branch, precision, init=retry, seed=seed)
-            solves[0] += 1
-        cache[key] = p
-        return p
+        return init, known[0] if known else None
+
+    def fp(branch: str, a: float) -> FixedPoint:
+        key = (branch, round(a, 12))
+        if key not in cache:
+            p, n = _solve_retrying(setting, a, branch, precision, seed, *start(branch, a))
+            solves[0] += n
+            cache[key] = p
+        return cache[key]
 
     def both(a: float) -> tuple[FixedPoint, FixedPoint] | None:
         if not (exists("semantic", a) and exists("positional", a)):
             return None
+        key = ("positional", round(a, 12))
+        if ex is not None and key not in cache:
+            # the positional solve in the other process while this one solves the semantic branch
+            fut = ex.submit(_solve_retrying, setting, a, "positional", precision, seed, *start("positional", a))
+            ps = fp("semantic", a)
+            cache[key], n = fut.result()
+            solves[0] += n
         ps, pp = fp("semantic", a), fp("positional", a)
         return (ps, pp) if ps.valid and pp.valid else None
 
@@ -549,6 +597,9 @@ def phase_diagram(setting: Setting, omegas: Sequence[float], alpha_max: float = 
     kw = dict(alpha_max=alpha_max, precision=precision, **kwargs)
     check_transition_args(kw.get("alpha_min", 0.05), alpha_max, kw.get("n_grid", 12), precision,
                           kw.get("xtol", 0.01), kw.get("seed", 0))
+    if len(settings) == 1:
+        # One omega: the workers go to the branches inside the transition instead.
+        return [transition(settings[0], workers=min(workers, 2), **kw)]
     return map_tasks(_transition_task, [(s, kw) for s in settings], workers=workers, progress=progress,
                      desc="phase diagram", unit="omega")
 
