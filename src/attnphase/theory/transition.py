@@ -199,6 +199,9 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
                                                                      xtol, seed)
     if ends not in ("auto", "adapter", "solves"):
         raise ValueError(f"ends must be 'auto', 'adapter' or 'solves', got {ends!r}")
+    from attnphase.parallel import check_workers, pool
+
+    check_workers(workers)
     if ends == "adapter":
         setting.require_study_geometry()
     general = ends == "solves" or (ends == "auto" and not setting.is_study_geometry)
@@ -207,9 +210,7 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
     if general:
         return _transition_general(setting, grid, precision, xtol, seed, z, te_lin, t0, c0)
-    from attnphase.parallel import check_workers, pool
-
-    if check_workers(workers) > 1:
+    if workers > 1:
         with pool(1) as ex:
             return _transition_study(setting, alpha_min, alpha_max, n_grid, precision, xtol, seed, z, te_lin, t0,
                                      c0, ex)
