@@ -473,7 +473,7 @@ def _transition_general(setting: Setting, grid: list[float], precision: str, xto
 
     def exists(branch: str, a: float) -> bool:
         lo, hi = ve.range[branch]
-        return lo <= a <= hi  # (the ends of a range are valid solved points)
+        return lo < a < hi
 
     def fp(branch: str, a: float) -> FixedPoint:
         key = (branch, round(a, 12))
