@@ -529,6 +529,11 @@ def _transition_general(setting: Setting, grid: list[float], precision: str, xto
                    "semantic below positional wherever both exist")
             alpha_c = Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
                                f"{why}: the global minimum switches where the semantic branch appears", why)
+        elif ve.range["semantic"][0] == -math.inf and all(d <= 0 for _, d in d_pts):
+            alpha_c = Critical.missing(
+                "alpha_c", "not in range", f"the semantic branch is valid down to alpha_min = {alpha_min:g} and lower "
+                f"than the positional one wherever both exist{'' if d_pts else ' (no positional fixed point found)'}: "
+                f"alpha_c < {alpha_min:g}")
         else:
             alpha_c = Critical.missing("alpha_c", "failed", "no bracketed sign change of the training-loss difference")
     critical["alpha_c"] = alpha_c
