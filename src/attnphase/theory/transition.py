@@ -187,7 +187,9 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     ends: "adapter" locates the branch ends as properties of the equations (pitchfork / fold, the L = 2,
     r = r* = 1, antipodal adapter); "solves" locates them where the solver stops finding each branch (any
     setting; kind "unknown"); "auto": the adapter where it applies.  workers > 1 (adapter path): the positional
-    branch's end and its fixed points are computed in a second process while this one does the semantic branch's.
+    branch's end and its fixed points are computed in a second process while this one does the semantic branch's
+    (same numbers; it pays only where the proximal kernel's own threads leave cores idle, e.g. many cores, or
+    NUMBA_NUM_THREADS=1).
 
     The branch ends come first (they say where each branch exists).  Both branches are then solved on an n_grid
     alpha grid where they exist (the semantic one from its continuation path's overlaps as the start), and the
@@ -604,8 +606,9 @@ def phase_diagram(setting: Setting, omegas: Sequence[float], alpha_max: float = 
     check_transition_args(kw.get("alpha_min", 0.05), alpha_max, kw.get("n_grid", 12), precision,
                           kw.get("xtol", 0.01), kw.get("seed", 0))
     if len(settings) == 1:
-        # One omega: the workers go to the branches inside the transition instead.
-        return [transition(settings[0], workers=min(workers, 2), **kw)]
+        # One omega: in this process, whose compiled kernel already uses every core (measured on 2 cores:
+        # 8.1 s, against 12.2 s with the positional branch in a second process, workers=2 inside).
+        return [transition(settings[0], **kw)]
     return map_tasks(_transition_task, [(s, kw) for s in settings], workers=workers, progress=progress,
                      desc="phase diagram", unit="omega")
 
