@@ -2,6 +2,7 @@
 critical values with the widths of their intervals; then the whole phase diagram through the process pool.
 
     python benchmarks/transition.py [--omegas 0:0.45:10] [--workers 2] [--precision fast] [--n-grid 10]
+                                    [--transition-workers 1]
 
 The machine's core count and load are printed first: timings on a shared machine mean little without them.
 """
@@ -30,13 +31,15 @@ def _row(r, seconds: float | None = None) -> dict:
     return row
 
 
-def main() -> None:
+def main() -> None:  # (spawned workers re-import this file: keep the work under __main__)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--omegas", default="0:0.45:10")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--precision", default="fast")
     ap.add_argument("--n-grid", type=int, default=10)
     ap.add_argument("--xtol", type=float, default=0.02)
+    ap.add_argument("--transition-workers", type=int, default=1,
+                    help="processes inside each serial transition (2: the positional branch in a second one)")
     ap.add_argument("--skip-serial", action="store_true", help="only the pooled phase diagram")
     ap.add_argument("--skip-pool", action="store_true", help="only the serial transitions")
     args = ap.parse_args()
@@ -48,9 +51,11 @@ def main() -> None:
         rows = []
         for w in omegas:
             t = time.perf_counter()
-            r = transition(Setting(omega=w), precision=args.precision, n_grid=args.n_grid, xtol=args.xtol)
+            r = transition(Setting(omega=w), precision=args.precision, n_grid=args.n_grid, xtol=args.xtol,
+                           workers=args.transition_workers)
             rows.append(_row(r, time.perf_counter() - t))
-        print(f"\none transition per omega, serial ({args.precision}, n_grid = {args.n_grid}, xtol = {args.xtol}):")
+        print(f"\none transition per omega, one after the other ({args.precision}, n_grid = {args.n_grid}, xtol = "
+              f"{args.xtol}, {args.transition_workers} process(es) each; 'cpu s' is the main process's):")
         print(format_table(rows, list(rows[0])))
 
     if args.skip_pool:

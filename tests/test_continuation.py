@@ -7,6 +7,7 @@ import pytest
 
 from attnphase.theory.continuation import (
     arclength,
+    bracket_from_above,
     classify_end,
     desingularised,
     locate_pitchfork,
@@ -100,3 +101,36 @@ def test_newton_reuses_a_given_jacobian_and_refreshes_a_bad_one() -> None:
     # a grossly wrong Jacobian is replaced, not trusted
     r2 = newton(F, np.array([2.5, 0.0]), [0, 1], np.full(2, 1e-7), tol=1e-12, jacobian=-np.eye(2))
     assert r2.converged and np.allclose(r2.u, [2.0, 1.0])
+
+
+@pytest.mark.parametrize("p_hi", [1.33, 2.0])
+def test_merging_branch_located_from_the_slope_falling_through_one(p_hi: float) -> None:
+    """A branch that merges back into the symmetric point at P0: the slope at the symmetric point falls through
+    1 there (1 - (p - P0) / 3, a pitchfork from above); bracketed by stepping down from p_hi with a warm-started
+    solve of the symmetric point, then located jointly with it."""
+    def S(y, p):
+        return np.array([0.5 * y[0] + 1 + 0.2 * p]), 1 - (p - P0) / 3 - 0.5 * (p - P0) ** 2
+
+    calls = []
+
+    def f(p: float) -> float:
+        calls.append(p)
+        return S(np.array([2.0]), p)[1] - 1.0
+
+    a, fa, b, fb = bracket_from_above(f, 0.1, p_hi, f(p_hi))
+    assert a <= P0 < b and fa >= 0 > fb
+    assert len(calls) <= 1 + 8 and calls[1] < p_hi  # walked down from p_hi only
+    p0 = a + (b - a) * fa / (fa - fb)
+    pf = locate_pitchfork(S, np.array([1.0]), p0, y_scale=np.array([1.0]), p_step=1e-4, tol=1e-10)
+    assert pf.converged and abs(pf.p - P0) < 1e-8 and abs(pf.y[0] - 2 * (1 + 0.2 * P0)) < 1e-8
+
+
+def test_bracket_from_above_says_none_without_a_crossing() -> None:
+    assert bracket_from_above(lambda p: -1.0 - p, 0.0, 1.0, -2.0) is None
+
+    def failing(p: float) -> float:
+        raise ValueError("left the admissible set")
+
+    assert bracket_from_above(failing, 0.0, 1.0, -1.0) is None
+    with pytest.raises(ValueError, match="must be < 0"):
+        bracket_from_above(lambda p: 1.0, 0.0, 1.0, 0.5)

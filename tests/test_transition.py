@@ -101,6 +101,8 @@ def test_spread_halfwidth_is_a_t_interval() -> None:
     ({"alpha_min": -1.0}, "alpha must be > 0"),
     ({"n_grid": 2}, "n_grid must be >= 3"),
     ({"precision": "sloppy"}, "precision"),
+    ({"ends": "guess"}, "ends must be"),
+    ({"workers": 0}, "workers must be >= 1"),
 ])
 def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
@@ -111,11 +113,14 @@ def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monke
         raise AssertionError("work started before the options were checked")
 
     monkeypatch.setattr(tr, "branch_end", no_work)
+    monkeypatch.setattr(tr, "linear_baseline", no_work)
     args = {"alpha_min": 0.05, "alpha_max": 2.0, "n_grid": 12, "precision": "fast", "xtol": 0.01, "seed": 0} | kw
+    extra = {k: args.pop(k) for k in ("ends", "workers") if k in args}
+    if not extra:
+        with pytest.raises((ValueError, TypeError), match=match):
+            check_transition_args(**args)
     with pytest.raises((ValueError, TypeError), match=match):
-        check_transition_args(**args)
-    with pytest.raises((ValueError, TypeError), match=match):
-        transition(Setting(omega=0.3), **args)
+        transition(Setting(omega=0.3), **args, **extra)
 
 
 @pytest.mark.parametrize("argv", [["--xtol", "-1"], ["--xtol", "0"], ["--alpha-min", "2", "--alpha-max", "1"],
@@ -293,3 +298,56 @@ def test_positional_slope_guards_the_not_in_range_claim():
         fd = bm.branch_map(s, 2.0, "positional", z, y, h).gt / h
         assert (fd < 1.0) == below, (omega, slope, fd)
         assert (slope < 1.0) == below, (omega, slope)
+
+
+def test_positional_merge_at_small_omega_is_a_located_pitchfork():
+    """omega = 0.05: the positional branch merges back into the agnostic point where the slope in m falls through
+    1; merge_end reports it as a pitchfork whose interval the slope (independently evaluated on other points)
+    crosses, with the slope above 1 below it and below 1 above it."""
+    from attnphase.theory.branch_ends import merge_end
+    from attnphase.theory.transition import positional_slope
+
+    s = Setting(omega=0.05)
+    end = merge_end(s, "positional", 0.2, 2.0, "fast")
+    c = end.critical
+    assert c.kind == "pitchfork" and c.found and 0.9 < c.value < 1.3, c
+    assert c.width < 0.1 and len(end.per_scrambling) >= 3
+    assert positional_slope(s, c.lo - 0.05, seed=7) > 1.0 > positional_slope(s, c.hi + 0.05, seed=7)
+    # at omega = 0.3 the agnostic point is unstable in m at alpha = 2: no merge claimed
+    assert merge_end(Setting(omega=0.3), "positional", 0.2, 2.0, "fast").critical.kind == "not in range"
+
+
+@pytest.mark.slow
+def test_small_omega_transition_finds_alpha_c_and_the_positional_merge():
+    """omega = 0.05, default grid (12): alpha_c used to be 'failed' there (a positional solve continued from a
+    point next to the merge fell onto the agnostic point).  alpha_c lies where direct solves change sign, the
+    positional end is the merge pitchfork, and the parallel run (workers = 2) gives the same numbers."""
+    s = Setting(omega=0.05)
+    r = transition(s)
+    c = r.critical["alpha_c"]
+    assert c.kind == "crossing" and 0.64 < c.value < 0.72, c
+
+    def delta(a):
+        return solve(s, a, "semantic", "fast").train_loss - solve(s, a, "positional", "fast").train_loss
+
+    assert delta(c.lo - 0.03) > 0 > delta(c.hi + 0.03)
+    pv = r.critical["alpha_pos_vanishes"]
+    assert pv.kind == "pitchfork" and 0.9 < pv.value < 1.3, pv
+    assert all(p.alpha < pv.hi for p in r.curves["positional"])  # not solved where it has merged
+    r2 = transition(s, workers=2)
+    for name in ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes"):
+        assert r2.critical[name].value == pytest.approx(r.critical[name].value, rel=1e-9), name
+
+
+@pytest.mark.slow
+def test_general_ends_agree_with_the_adapter_at_l2():
+    """ends='solves' (the method every setting can use: ends where the solver stops finding a branch) against the
+    L = 2 adapter at omega = 0.3: the critical values' intervals overlap, and the semantic end's validity bracket
+    overlaps the pitchfork's interval."""
+    s = Setting(omega=0.3)
+    kw = dict(alpha_min=0.3, alpha_max=2.0, n_grid=8, precision="fast", xtol=0.02)
+    general, adapter = transition(s, ends="solves", **kw), transition(s, ends="adapter", **kw)
+    assert general.critical["alpha_sem_appears"].kind == "unknown"
+    for name in ("alpha_c", "alpha_l", "alpha_sem_appears"):
+        g, a = general.critical[name], adapter.critical[name]
+        assert g.found and a.found and g.overlaps(a), (name, g, a)

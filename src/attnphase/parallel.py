@@ -56,3 +56,11 @@ def map_tasks(func: Callable[[T], R], tasks: Sequence[T] | Iterable[T], workers:
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=single_threaded) as pool:
         return list(tqdm(pool.map(func, tasks), total=len(tasks), desc=desc, unit=unit, disable=not progress))
+
+
+def pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` spawned single-threaded processes, for code that submits tasks as it goes (use as a
+    context manager).  The same spawn context and initializer as map_tasks."""
+    workers = check_workers(workers)
+    ctx = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=single_threaded)

@@ -90,8 +90,7 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
     d/dt E[F] = E[F * d log p / dt] with F evaluated at t = 0.  Unlike a finite difference of the map, this needs
     no step and does not see the map's graininess (points switching basin), and it is unbiased for every
     scrambling."""
-    from attnphase.theory.loss import target_diagonal
-    from attnphase.theory.proximal import solve_prox
+    from attnphase.theory.channel import pointwise_f
 
     q, V = (float(v) for v in y)
     if q <= 0 or V <= 0:
@@ -99,14 +98,11 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
     z = points
     sigma2, rho = setting.sigma**2, setting.rho
     sq = np.sqrt(q)
-    w1, w2 = sq * z[0], sq * z[1]
-    # At theta = 0 the teacher fields are independent of the student's: h*_l = sqrt(rho) eta_l.
+    # The engine's own integrand at theta = m = 0, where the teacher fields are independent of the student's:
+    # h*_l = sqrt(rho) eta_l.
     c = float(np.sqrt(rho))
-    hs1, hs2 = c * z[2], c * z[3]
-    t1, t2 = target_diagonal(hs1, hs2, setting.omega, setting.A_array)
-    sol = solve_prox(w1, w2, t1, t2, V, sigma2)
-    f1 = (sol.h1 - w1) / V
-    f2 = (sol.h2 - w2) / V
+    f, _, _ = pointwise_f(setting, Overlaps(q=q, m=0.0, V=V, theta=0.0), z)
+    f1, f2 = f[:, 0, 0], f[:, 1, 0]
     qhat = alpha * float(np.mean(f1 * f1 + f2 * f2))
     Vhat = -alpha * float(np.mean(f1 * z[0] + f2 * z[1])) / sq
     denom = setting.lam + sigma2 * Vhat

@@ -26,6 +26,7 @@ from attnphase.theory.continuation import (
     BranchEnd,
     Path,
     arclength,
+    bracket_from_above,
     classify_end,
     desingularised,
     locate_pitchfork,
@@ -41,6 +42,8 @@ SIDE = {"semantic": "lower", "positional": "upper"}
 # Where to look for the pitchfork first (Newton starts there; the slope is monotone in alpha in all
 # settings measured).
 ALPHA_GUESS = {"semantic": 0.7, "positional": 0.1}
+# How far above its pitchfork a branch that exists above its end is followed (enough to have passed any fold).
+PAST = 0.25
 
 
 @dataclass
@@ -73,6 +76,117 @@ def _agnostic_start(setting: Setting, alpha: float, branch: str, z: np.ndarray) 
 
     r = newton(F, y, [0, 1], 1e-3 * np.abs(y), tol=1e-9, accept=1e-5, max_iter=15)
     return r.u, n + r.iterations
+
+
+def _agnostic_at(setting: Setting, alpha: float, branch: str, z: np.ndarray, y0: np.ndarray,
+                 jacobian: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray | None, int]:
+    """The agnostic fixed point at alpha by Newton from y0 (a neighbour's), and the order parameter's slope
+    there: (y, slope, Newton matrix, evaluations).  Raises ValueError where Newton fails."""
+
+    def F(u: np.ndarray) -> np.ndarray:
+        return (bm.symmetric_map(setting, alpha, branch, z, u).gy - u) / np.abs(y0)
+
+    r = newton(F, y0, [0, 1], 1e-3 * np.abs(y0), tol=1e-9, accept=1e-5, max_iter=15, jacobian=jacobian)
+    if not r.converged:
+        raise ValueError(f"agnostic point not found at alpha = {alpha:g}: {r.message}")
+    v = bm.symmetric_map(setting, alpha, branch, z, r.u)
+    return r.u, float(v.slope), r.jacobian, r.iterations + 1
+
+
+def _pitchforks(setting: Setting, branch: str, y0: np.ndarray, a0: float, log2_p: int, R: int, seed: int,
+                tol: float) -> tuple[list, int, str]:
+    """The pitchfork (slope = 1 with the agnostic fixed point) for each of R scramblings, the first from
+    (y0, a0), the others from the first one's solution and Newton matrix: (converged results, evaluations,
+    message of the first one's failure)."""
+    y_scale = np.abs(y0)
+    pfs: list = []
+    J = None
+    n_eval = 0
+
+    def S_for(z):
+        def S(y, alpha):
+            v = bm.symmetric_map(setting, alpha, branch, z, y)
+            return v.gy, v.slope
+        return S
+
+    for rep in range(R):
+        z = bm.symmetric_points(log2_p, rep, seed, branch)
+        start_y, start_a = (y0, a0) if not pfs else (pfs[0].y, pfs[0].p)
+        pf = locate_pitchfork(S_for(z), start_y, start_a, y_scale=y_scale, p_step=1e-3, tol=tol, jacobian=J,
+                              accept=1e-4, max_iter=20)
+        n_eval += pf.evaluations
+        if not pf.converged:
+            if rep == 0:
+                return [], n_eval, pf.message
+            continue
+        J = pf.jacobian
+        pfs.append(pf)
+    return pfs, n_eval, ""
+
+
+def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
+              precision: str | Precision = "fast", seed: int = 0, tol: float = 1e-6) -> EndResult:
+    """Where a branch that exists at alpha_lo merges back into the agnostic point below alpha_hi: the pitchfork
+    at which the order parameter's slope at the agnostic point falls through 1 (from above at alpha_lo to below
+    at alpha_hi).  Bracketed by stepping down from alpha_hi on the slope (agnostic point by warm-started Newton),
+    then located per scrambling (Newton on slope = 1 jointly with the agnostic point); interval: Student-t 99%
+    over scramblings plus the tolerance.
+
+    kind "pitchfork": the order parameter is not followed from it, so a subcritical merge (a fold just above
+    the pitchfork) is not excluded; the method says so."""
+    prec = get_precision(precision)
+    name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_vanishes"
+    log2 = max(prec.log2_points - 1, 6)
+    log2_p = min(prec.log2_points + 1, 22)
+    R = max(prec.replicas, 3)
+    z0 = bm.symmetric_points(log2, 0, seed, branch)
+    try:
+        y, n_eval = _agnostic_start(setting, alpha_hi, branch, z0)
+        y = np.abs(y)
+        y, s_hi, J, k = _agnostic_at(setting, alpha_hi, branch, z0, y)
+    except (ValueError, ArithmeticError) as exc:
+        c = Critical.missing(name, "failed", f"agnostic point at alpha = {alpha_hi:g}: {exc}", "slope of the map")
+        return EndResult(branch, c, c, evaluations=0)
+    n_eval += k
+    if not s_hi < 1:
+        c = Critical.missing(name, "not in range", f"the agnostic point is unstable in {bm.ORDER_NAME[branch]} "
+                             f"at alpha = {alpha_hi:g} (slope {s_hi:.3g} >= 1)", "slope of the map")
+        return EndResult(branch, c, c, evaluations=n_eval)
+    # Bracket: step down until the slope exceeds 1 again (eight steps cover [alpha_lo, alpha_hi]); each step
+    # starts Newton from the previous agnostic point with its matrix.
+    state = {"y": y, "J": J, "n": 0, "ys": {alpha_hi: y}}
+
+    def f(a: float) -> float:
+        y_a, s_a, state["J"], k_a = _agnostic_at(setting, a, branch, z0, state["y"], state["J"])
+        state["y"] = state["ys"][a] = y_a
+        state["n"] += k_a
+        return s_a - 1.0
+
+    h = (alpha_hi - alpha_lo) / 8
+    br = bracket_from_above(f, alpha_lo, alpha_hi, s_hi - 1.0)
+    n_eval += state["n"]
+    if br is None:
+        c = Critical.missing(name, "failed", f"the slope of the {bm.ORDER_NAME[branch]} map at the agnostic point "
+                             f"does not rise through 1 on [{alpha_lo:.4g}, {alpha_hi:g}]: no merge located",
+                             "slope of the map")
+        return EndResult(branch, c, c, evaluations=n_eval)
+    a_lo, f_lo, a_hi, f_hi = br
+    y, y_hi = state["ys"][a_lo], state["ys"][a_hi]
+    a0 = a_lo + (a_hi - a_lo) * f_lo / (f_lo - f_hi)
+    pfs, k, msg = _pitchforks(setting, branch, 0.5 * (y + y_hi), a0, log2_p, R, seed, tol)
+    n_eval += k
+    method = (f"slope of the {bm.ORDER_NAME[branch]} map at the agnostic point falls through 1 (bracketed on "
+              f"[{a_lo:.4g}, {a_hi:.4g}], Newton), {len(pfs)} scramblings; the branch is not followed from it, so "
+              f"a fold right above the pitchfork (subcritical merge) is not excluded")
+    alphas = [pf.p for pf in pfs]
+    if not pfs or not all(a_lo - h <= x <= a_hi + h for x in alphas):
+        c = Critical.missing(name, "failed", f"pitchfork not located in [{a_lo:.4g}, {a_hi:.4g}]: {msg or alphas}",
+                             method)
+        return EndResult(branch, c, c, evaluations=n_eval)
+    a_p = float(np.mean(alphas))
+    half = spread_halfwidth(alphas) + 10 * tol
+    c = Critical(name, a_p, a_p - half, a_p + half, "pitchfork", method)
+    return EndResult(branch, c, c, per_scrambling=alphas, evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
 
 
 def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float,
@@ -108,23 +222,11 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     y0 = np.abs(y0)
     n_eval += k
     y_scale = np.abs(y0)
-    p_step = 1e-3
-    pfs = []
-    J = None
-    for rep in range(R):
-        z = bm.symmetric_points(log2_p, rep, seed, branch)
-        start_y, start_a = (y0, ALPHA_GUESS[branch]) if rep == 0 else (pfs[0].y, pfs[0].p)
-        pf = locate_pitchfork(S_for(z), start_y, start_a, y_scale=y_scale, p_step=p_step, tol=tol, jacobian=J,
-                              accept=1e-4, max_iter=20)
-        n_eval += pf.evaluations
-        if not pf.converged:
-            if rep == 0:
-                pc = Critical.missing(f"{branch}_pitchfork", "failed", f"pitchfork not located: {pf.message}",
-                                      "Newton on slope = 1")
-                return EndResult(branch, Critical.missing(name, "failed", pc.reason), pc, evaluations=n_eval)
-            continue
-        J = pf.jacobian
-        pfs.append(pf)
+    pfs, k, msg = _pitchforks(setting, branch, y0, ALPHA_GUESS[branch], log2_p, R, seed, tol)
+    n_eval += k
+    if not pfs:
+        pc = Critical.missing(f"{branch}_pitchfork", "failed", f"pitchfork not located: {msg}", "Newton on slope = 1")
+        return EndResult(branch, Critical.missing(name, "failed", pc.reason), pc, evaluations=n_eval)
     alphas = [pf.p for pf in pfs]
     a_p = float(np.mean(alphas))
     half = spread_halfwidth(alphas) + 10 * tol
@@ -148,6 +250,10 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     def stop(u: np.ndarray) -> str | None:
         if u[3] > alpha_max + 0.05 or u[3] < max(alpha_min - 0.2, 1e-3):
             return "left the alpha range"
+        if side == "lower" and u[3] > pf0.p + PAST:
+            # Back above the pitchfork by a margin: any fold (which lies below the pitchfork on this side) is
+            # already on the path, so the end is classified; the fixed points beyond are solved from neighbours.
+            return "past the pitchfork"
         if branch == "semantic" and u[2] ** 2 >= 0.95 * u[0] * setting.rho:
             return "theta reached its bound"
         if u[2] < 0:
@@ -159,7 +265,7 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     n_eval += path.evaluations
     end: BranchEnd = classify_end(path, side)
     if end.kind in ("pitchfork", "none"):
-        left = path.message in ("left the alpha range", "theta reached its bound")
+        left = path.message in ("left the alpha range", "theta reached its bound", "past the pitchfork")
         if end.kind == "none" and not left:
             crit = Critical.missing(name, "failed", f"continuation of the {branch} branch from its pitchfork at "
                                     f"alpha = {a_p:.4g} stopped at alpha = {path.u[-1, 3]:.3g} ({path.message}) "
@@ -214,6 +320,107 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
                      evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
 
 
+@dataclass
+class ValidityEnds:
+    """Branch ends of a setting without the L = 2 adapter, from where the solver finds each branch (a valid fixed
+    point with its order parameter non-zero beyond its error).  ``range``: per branch the (lo, hi) alpha
+    interval in which it exists on the grid (lo > hi: nowhere), ``ends``: records alpha_sem_appears,
+    alpha_pos_appears, alpha_pos_vanishes; ``points``: every fixed point solved on the way."""
+
+    ends: dict[str, Critical]
+    range: dict[str, tuple[float, float]]
+    points: list = field(default_factory=list)
+
+
+def _bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
+                  xtol: float, points: list) -> tuple[float, float]:
+    """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity, each solve started from the valid
+    point nearest the boundary."""
+    from attnphase.theory.state_evolution import solve
+
+    while abs(a_ok - a_bad) > xtol:
+        mid = 0.5 * (a_ok + a_bad)
+        p = solve(setting, mid, branch, precision, init=p_ok, seed=seed)
+        if not p.valid:
+            # a failure from the neighbour can be the neighbour's fault: the default start decides
+            p = solve(setting, mid, branch, precision, seed=seed)
+        points.append(p)
+        if p.valid:
+            a_ok, p_ok = mid, p
+        else:
+            a_bad = mid
+    return a_ok, a_bad
+
+
+def validity_ends(setting: Setting, grid: list[float], precision: str | Precision = "fast", seed: int = 0,
+                  xtol: float = 0.02) -> ValidityEnds:
+    """Ends of the semantic and positional branches located on the solver's validity: both branches solved
+    along the grid by continuation (solve_curve), each end bracketed between a grid point where the branch is
+    valid and its neighbour where it is not (collapsed onto the agnostic point, or no convergence), then
+    bisected to xtol.  kind "unknown": a collapse test does not say pitchfork or fold; the interval is the final
+    bracket, so it holds the end as the solver sees it (at this precision), not an extrapolation."""
+    from attnphase.theory.state_evolution import solve_curve
+
+    grid = sorted(grid)
+    points: list = []
+    ends: dict[str, Critical] = {}
+    rng: dict[str, tuple[float, float]] = {}
+    method = f"bisection to {xtol:g} on the validity of the solver's fixed point (collapse of the order parameter " \
+             f"or no convergence), from an alpha grid of {len(grid)} points"
+    for branch in ("semantic", "positional"):
+        curve = solve_curve(setting, grid, branch, precision, seed=seed)
+        points.extend(curve)
+        ok = [p.valid for p in curve]
+        if not any(ok):
+            reason = f"no valid {branch} fixed point on the grid [{grid[0]:g}, {grid[-1]:g}] (continuation and the " \
+                     f"default start)"
+            if branch == "semantic":
+                ends["alpha_sem_appears"] = Critical.missing("alpha_sem_appears", "not in range", reason, method)
+            else:
+                ends["alpha_pos_appears"] = Critical.missing("alpha_pos_appears", "not in range", reason, method)
+                ends["alpha_pos_vanishes"] = Critical.missing("alpha_pos_vanishes", "not in range", reason, method)
+            rng[branch] = (float("inf"), -float("inf"))
+            continue
+        # The run of valid points that matters: from the top for the semantic branch (it exists at large alpha),
+        # from the lowest valid point for the positional one.
+        if branch == "semantic":
+            i1 = len(curve) - 1 if ok[-1] else max(i for i, v in enumerate(ok) if v)
+            i0 = i1
+            while i0 > 0 and ok[i0 - 1]:
+                i0 -= 1
+        else:
+            i0 = ok.index(True)
+            i1 = i0
+            while i1 < len(ok) - 1 and ok[i1 + 1]:
+                i1 += 1
+        lo_name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_appears"
+        lo = grid[0]
+        if i0 == 0:
+            ends[lo_name] = Critical.missing(lo_name, "not in range", f"the {branch} branch is valid at alpha = "
+                                             f"{grid[0]:g}, the lower end of the range", method)
+            lo = -float("inf")
+        else:
+            a_ok, a_bad = _bisect_valid(setting, branch, grid[i0], curve[i0], grid[i0 - 1], precision, seed, xtol,
+                                        points)
+            ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
+            lo = a_ok
+        hi = float("inf")
+        if branch == "positional":
+            if i1 == len(curve) - 1:
+                ends["alpha_pos_vanishes"] = Critical.missing(
+                    "alpha_pos_vanishes", "not in range", f"the positional branch is valid from alpha = "
+                    f"{grid[i0]:g} up to {grid[-1]:g}", method)
+                hi = float("inf")
+            else:
+                a_ok, a_bad = _bisect_valid(setting, branch, grid[i1], curve[i1], grid[i1 + 1], precision, seed,
+                                            xtol, points)
+                ends["alpha_pos_vanishes"] = Critical("alpha_pos_vanishes", 0.5 * (a_ok + a_bad), a_ok, a_bad,
+                                                      "unknown", method)
+                hi = a_ok
+        rng[branch] = (lo, hi)
+    return ValidityEnds(ends, rng, points)
+
+
 def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, float]]:
     """Rows (alpha, q, V, m, theta) of the unstable part (or the whole path) for drawing."""
     rows = end.unstable if part == "unstable" else end.path
@@ -223,4 +430,4 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
             for u in rows]
 
 
-__all__ = ["EndResult", "Path", "branch_end", "path_as_overlaps"]
+__all__ = ["EndResult", "Path", "ValidityEnds", "branch_end", "merge_end", "path_as_overlaps", "validity_ends"]

@@ -20,6 +20,7 @@ has the scores h^Q h^K^T; nothing else changes (docs/untied.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,15 +96,16 @@ def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
     return np.einsum("nla,nlb->ab", f, g) / n
 
 
-def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
-                       branch: str | Branch = Branch.free, *, kernel: str = "auto",
-                       warm: np.ndarray | None = None) -> ChannelOutput:
-    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)).
+def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, kernel: str = "auto",
+                warm: np.ndarray | None = None) -> tuple[np.ndarray, Any, dict]:
+    """The channel's integrand at each point: f_l = V^{-1} (hhat_l - omega_l), shape (n, L, r), with the
+    proximal solution (h, value, converged) and the field matrices of :func:`fields` (xi, eta, q^{1/2}, ...).
+    Every hat overlap is an average of f against the points (update_hatoverlaps); exposed for code that needs
+    other averages of the same integrand (e.g. derivatives with respect to an overlap by a score identity).
 
     warm: minimisers (n, L, r) of an evaluation at nearby overlaps on the same points.  Then only Newton from
     them runs (general kernel, no own starts): a cheap approximation that misses basin switches, for a solver's
     speculative steps (fixed_point.chord's `cheap`), never for a reported number."""
-    b = as_branch(branch)
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
     T = target_attention(hstar, setting.omega, setting.A_array)
@@ -116,11 +118,22 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
 
         sol = prox_general(w, T, Vinv, setting.sigma**2, np.asarray(warm)[:, None], own=False,
                            untied=setting.untied)
-    n = w.shape[0]
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
     else:
         f = np.einsum("nla,ab->nlb", sol.h - w, Vinv)
+    return f, sol, mats
+
+
+def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
+                       branch: str | Branch = Branch.free, *, kernel: str = "auto",
+                       warm: np.ndarray | None = None) -> ChannelOutput:
+    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)); warm: see
+    :func:`pointwise_f`."""
+    b = as_branch(branch)
+    o = overlaps
+    f, sol, mats = pointwise_f(setting, o, points, kernel=kernel, warm=warm)
+    n = f.shape[0]
     xi, eta = mats["xi"], mats["eta"]
     qhat = alpha * _outer_mean(f, f)
     mhat = alpha * f.mean(axis=0)

@@ -7,7 +7,8 @@ branch with t != 0 leaves it at a pitchfork, where the slope dG_t/dt at t = 0 eq
 - :func:`newton`: Newton's method with a finite-difference Jacobian that is kept (chord method) while it still
   contracts, so that a good Jacobian is re-used across nearby problems (neighbouring points of a path, other
   scramblings of the integration points).
-- :func:`locate_pitchfork`: root of "slope = 1" together with the symmetric fixed point (y, p unknown).
+- :func:`locate_pitchfork`: root of "slope = 1" together with the symmetric fixed point (y, p unknown);
+  :func:`bracket_from_above` brackets a pitchfork through which the slope falls (a branch merging back).
 - :func:`desingularised`: the residual whose zero set is the t != 0 branch *and* its pitchfork: the t
   equation G_t - t = 0 divided by t (a smooth function, equal to slope - 1 at t = 0).  The pitchfork is then a
   regular point of the branch, not a branch point, and continuation starts right there.
@@ -171,6 +172,28 @@ def locate_pitchfork(S: SymmetricMap, y0: np.ndarray, p0: float, *, y_scale: np.
     r = newton(F, np.append(y0, p0), np.arange(ny + 1), steps, tol=tol, jacobian=jacobian, accept=accept,
                max_iter=max_iter)
     return Pitchfork(r.u[:ny], float(r.u[ny]), r.converged, r.iterations, r.residual, r.jacobian, r.message)
+
+
+def bracket_from_above(f: Callable[[float], float], p_lo: float, p_hi: float, f_hi: float,
+                       steps: int = 8) -> tuple[float, float, float, float] | None:
+    """Step down from p_hi (where f < 0) in ``steps`` equal steps towards p_lo until f >= 0: the bracket
+    (a, f(a), b, f(b)) with f(a) >= 0 > f(b) next to p_hi, or None (no sign change, or f raised ValueError /
+    ArithmeticError before one).  For a pitchfork through which the slope falls (f = slope - 1): the first
+    crossing below p_hi, found with evaluations that walk a warm-started solve down in p."""
+    if not f_hi < 0:
+        raise ValueError(f"f(p_hi) must be < 0, got {f_hi:g}")
+    h = (p_hi - p_lo) / steps
+    b, fb = p_hi, f_hi
+    for k in range(1, steps + 1):
+        a = p_hi - k * h
+        try:
+            fa = f(a)
+        except (ValueError, ArithmeticError):
+            return None
+        if fa >= 0:
+            return a, fa, b, fb
+        b, fb = a, fa
+    return None
 
 
 # ----------------------------------------------------------------------------- pseudo-arclength continuation

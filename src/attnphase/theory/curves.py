@@ -21,8 +21,9 @@ from attnphase.theory.results import BRANCHES, FixedPoint
 
 # crossing: root of a difference; pitchfork / fold: a branch end; at spinodal: alpha_c where the semantic branch
 # appears below the positional one (no crossing); above range: alpha_c beyond alpha_max (positional lower
-# wherever both exist); not in range: no such value in the searched range (reason says why); failed.
-KINDS = ("crossing", "pitchfork", "fold", "at spinodal", "above range", "not in range", "failed")
+# wherever both exist); not in range: no such value in the searched range (reason says why); failed;
+# unknown: a branch end located where the solver stops finding the branch, not classified.
+KINDS = ("crossing", "pitchfork", "fold", "at spinodal", "above range", "not in range", "failed", "unknown")
 
 
 @dataclass(frozen=True)
