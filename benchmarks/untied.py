@@ -24,7 +24,7 @@ import time
 import warnings
 
 from attnphase import Setting
-from attnphase.cli.common import format_table, parse_int_spec, parse_spec
+from attnphase.cli.common import check_output_file, format_table, parse_int_spec, parse_spec
 from attnphase.simulation import simulate
 from attnphase.simulation.basins import classify, theory_points
 from attnphase.theory import solve
@@ -48,17 +48,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-test", type=int, default=2000)
     ap.add_argument("--students", default="tied,untied")
     ap.add_argument("--precision", default="fast", help="precision of the untied theory (default fast)")
-    ap.add_argument("--json", default=None, help="also write every run's record to this file")
+    ap.add_argument("--json", default=None, help="also write the rows, the theory and every run's record to this file")
+    ap.add_argument("--plot", default=None,
+                    help="also draw the figure (FILE.png, FILE.pdf) with attnphase.plots_untied from the same records")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", category=UserWarning)
     setting = Setting(omega=args.omega)
     seeds = parse_int_spec(args.seeds, "--seeds")
-    rows, records = [], []
+    if args.plot:
+        check_output_file(args.plot, "--plot", create_parents=True)  # fail now, not after the runs
+    students = args.students.split(",")
+    rows, records, theory = [], [], []
     t0 = time.perf_counter()
     for alpha in parse_spec(args.alphas, "--alphas"):
         points = theory_points(setting, alpha)
         untied_fp = {}
-        for student in args.students.split(","):
+        # Both branches of each student's theory, whatever the inits: the figure draws them as lines.
+        for student in students:
+            for branch in ("positional", "semantic"):
+                if student == "untied":
+                    fp = untied_fp[branch] = solve(Setting(omega=args.omega, student="untied"), alpha, branch,
+                                                   precision=args.precision)
+                    summ = fp.summary()
+                    t = {"status": "ok" if fp.valid else str(fp.status), "test_error": fp.test_error,
+                         "train_loss": fp.train_loss, "m": summ["m"], "theta": summ["theta"]}
+                else:
+                    pt = points[branch]
+                    t = {"status": "ok" if pt.exists else pt.status, "test_error": pt.test_error,
+                         "train_loss": pt.train_loss, "m": pt.m, "theta": pt.theta}
+                theory.append({"student": student, "branch": branch, "alpha": alpha,
+                               **{k: (float(v) if k != "status" and math.isfinite(float(v)) else
+                                      (v if k == "status" else None)) for k, v in t.items()}})
+        for student in students:
             for init in args.inits.split(","):
                 runs = []
                 for s in seeds:
@@ -101,9 +122,16 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
     print(f"d = {args.d}, omega = {args.omega}, seeds {seeds}, lbfgs; classes: positional/semantic/other counts")
     print(format_table(rows, list(rows[0])))
+    out = {"setting": {"omega": args.omega}, "d": args.d, "seeds": seeds, "rows": rows, "theory": theory,
+           "runs": records}
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "runs": records}, fh, indent=1)
+            json.dump(out, fh, indent=1)
+    if args.plot:
+        from attnphase.plots_untied import plot_untied
+
+        for path in plot_untied(out, args.plot, omega=args.omega, d=args.d):
+            print(path)
     return 0
 
 

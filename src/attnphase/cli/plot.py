@@ -22,7 +22,7 @@ from attnphase.cli.common import (
 )
 from attnphase.progress import progress_bar
 
-KINDS = ("test-error", "loss-difference", "overlaps", "phase-diagram", "finite-size", "rank2")
+KINDS = ("test-error", "loss-difference", "overlaps", "phase-diagram", "finite-size", "rank2", "untied")
 PRECISIONS = ("fast", "default", "high")
 _DEFAULT_ALPHAS = "0.1:2.0:12"
 _DEFAULT_OMEGAS = "0.05,0.1,0.2,0.3,0.4,0.45"
@@ -39,6 +39,7 @@ def register(subparsers: Any) -> None:
         "the transition at each of --omegas up to --alpha-max, optionally over a heat map of a sweep "
         "store. finite-size: simulated test error vs d at the single alpha in --alphas (needs --store). "
         "rank2: the rank-2 vs rank-1 student's test error from --records (JSON written by benchmarks/rank2.py). "
+        "untied: tied vs untied student (test error, m, theta) from --records (JSON of benchmarks/untied.py). "
         "Simulation points come from --store at size --d (default: the largest stored).",
     )
     p.add_argument("kind", choices=KINDS, metavar="KIND", help="the figure: one of " + ", ".join(KINDS))
@@ -49,7 +50,8 @@ def register(subparsers: Any) -> None:
                    help=f"phase-diagram omegas (default {_DEFAULT_OMEGAS})")
     p.add_argument("--alpha-max", type=positive_float, default=2.0, help="phase-diagram alpha range (default 2)")
     p.add_argument("--store", default=None, help="SQLite results store of `attnphase sweep` (optional)")
-    p.add_argument("--records", default=None, help="rank2: JSON records of benchmarks/rank2.py (required there)")
+    p.add_argument("--records", default=None, help="rank2, untied: JSON records of benchmarks/rank2.py or "
+                   "benchmarks/untied.py (required there)")
     p.add_argument("--d", type=positive_int, default=None, help="simulation size to draw (default: largest in store)")
     p.add_argument("--precision", choices=PRECISIONS, default="default",
                    help=f"theory precision: {', '.join(PRECISIONS)} (default: default)")
@@ -121,6 +123,8 @@ def _plot(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out", create_parents=True)
     if kind == "rank2":
         return _plot_rank2(args)
+    if kind == "untied":
+        return _plot_untied(args)
     if args.store is not None:
         check_input_file(args.store, "--store", what="store")
     if kind == "finite-size" and args.store is None:
@@ -182,24 +186,43 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plot_rank2(args: argparse.Namespace) -> int:
-    """Draw the rank comparison from computed records (no physics here: the records carry the numbers)."""
+def _load_records(args: argparse.Namespace, script: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON records behind rank2 / untied, checked before any drawing."""
     import json
 
-    from attnphase.plots_rank import plot_rank_test_error
-
     if args.records is None:
-        raise ValueError("rank2 needs --records (the JSON written by benchmarks/rank2.py)")
+        raise ValueError(f"{args.kind} needs --records (the JSON written by {script})")
     check_input_file(args.records, "--records", what="records")
     try:
         records = json.loads(Path(args.records).read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"--records: {args.records} is not JSON ({exc.msg})") from None
-    if not isinstance(records, dict) or not ({"theory", "simulation"} & set(records)):
-        raise ValueError(f"--records: {args.records} has neither 'theory' nor 'simulation' rows")
+    if not isinstance(records, dict) or not (set(keys) & set(records)):
+        raise ValueError(f"--records: {args.records} has neither " + " nor ".join(f"'{k}'" for k in keys)
+                         + " rows")
+    return records
+
+
+def _plot_rank2(args: argparse.Namespace) -> int:
+    """Draw the rank comparison from computed records (no physics here: the records carry the numbers)."""
+    from attnphase.plots_rank import plot_rank_test_error
+
+    records = _load_records(args, "benchmarks/rank2.py", ("theory", "simulation"))
     omega = (records.get("setting") or {}).get("omega")
     paths = plot_rank_test_error(records, Path(args.out), omega=omega, d=args.d or records.get("d"),
                                  test_error_linear=records.get("test_error_linear"))
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _plot_untied(args: argparse.Namespace) -> int:
+    """Draw tied vs untied from computed records (no physics here: the records carry the theory values)."""
+    from attnphase.plots_untied import plot_untied
+
+    records = _load_records(args, "benchmarks/untied.py --json", ("theory", "runs"))
+    omega = (records.get("setting") or {}).get("omega")
+    paths = plot_untied(records, Path(args.out), omega=omega, d=args.d or records.get("d"))
     for path in paths:
         print(path)
     return 0
