@@ -12,6 +12,13 @@ theta (untied: geometric means of the Q and K overlaps), the class of the end po
 (counts), and the theory's test error, train loss and overlaps of the matching branch.  The *_in columns
 repeat test_error, train_loss, m and theta over the runs that ended in the start's branch (counted in in_branch;
 positional: m > theta; semantic: theta > m): at d = 500 some semantic starts leave their branch.
+
+--json writes {"setting", "d", "seeds", "rows", "theory", "runs"}: "theory" holds both branches of each student's
+theory at each alpha ({"student", "branch", "alpha", "status", "test_error", "train_loss", "m", "theta"}), the
+values the figure draws; --plot FILE draws the figure (FILE.png, FILE.pdf) with attnphase.plots_untied, the same
+as `attnphase plot untied --records JSON --out FILE` (docs/img/untied.png:
+    python benchmarks/untied.py --d 500 --alphas 0.5,1,1.5,2 --seeds 0:3 --json docs/img/untied.json \
+        --plot docs/img/untied.png).
 """
 
 from __future__ import annotations
