@@ -191,3 +191,19 @@ def test_to_dict_of_a_failed_general_point_with_nan_overlaps():
                    train_loss=nan, test_error=nan, status="not_converged")
     d = json.loads(json.dumps(g.to_dict()))
     assert d["status"] == "not_converged" and d["theta_sv"] == [None]
+
+
+def test_default_start_outside_the_domain_is_retried_with_a_wider_V() -> None:
+    """r* = 2, agnostic: at the default start (V = 15) lambda + sigma^2 Vhat < 0, so the map is undefined there; the
+    solve retries from V = 30 and lands on the fixed point that a start inside the domain (V = 25) reaches."""
+    s = Setting(L=2, r=1, r_star=2, omega=0.3)
+    fp = solve(s, 1.5, "agnostic", "fast")
+    assert fp.converged, fp.message
+    inside = solve(s, 1.5, "agnostic", "fast", init=Overlaps(q=np.array([[0.05]]), m=np.zeros((2, 1)),
+                                                              V=np.array([[25.0]]), theta=np.zeros((1, 2))))
+    assert inside.converged
+    for key in ("q", "V"):
+        a, b = fp.summary()[key], inside.summary()[key]
+        assert abs(a - b) <= 3 * (fp.errors[key] + inside.errors[key]) + 1e-3 * abs(b), key
+    assert abs(fp.train_loss - inside.train_loss) <= 3 * (fp.errors["train_loss"] + inside.errors["train_loss"]) \
+        + 1e-3 * inside.train_loss

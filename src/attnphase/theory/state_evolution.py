@@ -306,7 +306,23 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     prec = get_precision(precision)
     if branch == "global":
         return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel))
-    b = as_branch(branch)
+    fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel)
+    if init is None and fp.status == Status.inadmissible and fp.iterations <= 1:
+        # The default start lies outside the map's domain (lambda + sigma^2 Vhat <= 0 at the first evaluation;
+        # measured for r* = 2, agnostic, alpha = 1.5: Vhat is too negative at V = 15, the fixed point has V = 23).
+        # |Vhat| falls with V: once more from the same start with V doubled.
+        o = default_start(setting, branch)
+        again = _solve(setting, alpha, as_branch(branch), prec, Overlaps(q=o.q, m=o.m, V=2.0 * o.V, theta=o.theta,
+                                                                          untied=o.untied), seed, kernel)
+        again.seconds += fp.seconds
+        again.iterations += fp.iterations
+        return again
+    return fp
+
+
+def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
+           kernel: str) -> FixedPoint:
+    branch = b.value
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
     x = layout.pack(_start(setting, b, init))
