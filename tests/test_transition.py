@@ -256,7 +256,7 @@ def test_semantic_end_inside_a_brute_force_scan(omega: float) -> None:
         assert p.valid, p.status
         pts.append(p)
         init = p
-    th2 = np.array([p.theta**2 for p in pts])
+    th2 = np.array([p.summary()["theta"] ** 2 for p in pts])
     al = np.array([p.alpha for p in pts])
     coef, cov = np.polyfit(th2, al, 2, cov=True)
     a_scan, a_err = coef[-1], math.sqrt(cov[-1, -1])
