@@ -123,6 +123,24 @@ def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monke
         transition(Setting(omega=0.3), **args, **extra)
 
 
+def test_untied_student_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The study geometry with student='untied' must not reach the tied branch-end adapter (it would return the
+    tied student's critical values for the untied one)."""
+    import sys
+
+    tr = sys.modules["attnphase.theory.transition"]
+
+    def no_work(*a, **k):
+        raise AssertionError("work started for the untied student")
+
+    monkeypatch.setattr(tr, "branch_end", no_work)
+    monkeypatch.setattr(tr, "linear_baseline", no_work)
+    monkeypatch.setattr(tr, "solve", no_work)
+    for ends in ("auto", "solves", "adapter"):
+        with pytest.raises(ValueError, match="tied student only"):
+            transition(Setting(omega=0.3, student="untied"), precision="fast", ends=ends)
+
+
 @pytest.mark.parametrize("argv", [["--xtol", "-1"], ["--xtol", "0"], ["--alpha-min", "2", "--alpha-max", "1"],
                                   ["--n-grid", "1"], ["--workers", "0"], ["--omega", "1.5"]])
 def test_cli_refuses_invalid_options_in_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

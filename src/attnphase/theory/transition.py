@@ -204,6 +204,11 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     from attnphase.parallel import check_workers, pool
 
     check_workers(workers)
+    if setting.untied:
+        # The branch-end adapter is the tied student's, and the general path has not been validated for the
+        # untied one (solve() and compare() handle it): refuse rather than return unchecked critical values.
+        raise ValueError("transition implements the tied student only; got student='untied' "
+                         "(use solve / attnphase theory --student untied for its fixed points)")
     if ends == "adapter":
         setting.require_study_geometry()
     general = ends == "solves" or (ends == "auto" and not setting.is_study_geometry)
