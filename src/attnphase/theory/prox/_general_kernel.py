@@ -31,8 +31,8 @@ _FM = {"nsz", "arcp", "contract", "reassoc"}
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
-def value(h, w, T, Vinv, sigma2, L, r, S):
-    """F at h; leaves the softmax S(h) in S for derivs."""
+def _quadratic(h, w, Vinv, L, r):
+    """sum_l (1/2)(h_l - w_l)^T Vinv (h_l - w_l)."""
     f = 0.0
     for a in range(L):
         for al in range(r):
@@ -40,14 +40,28 @@ def value(h, w, T, Vinv, sigma2, L, r, S):
             for be in range(r):
                 acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
             f += 0.5 * (h[a * r + al] - w[a * r + al]) * acc
+    return f
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _quadratic_grad(h, w, Vinv, L, r, g):
+    """g = Vinv (h_l - w_l) per token (the gradient of the quadratic term)."""
+    for a in range(L):
+        for al in range(r):
+            acc = 0.0
+            for be in range(r):
+                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
+            g[a * r + al] = acc
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _softmax_loss(S, T, L):
+    """Scores in S -> row-wise softmax in place (scores clamped); returns sum_lk (S_lk - T_lk)^2."""
     loss = 0.0
     for l in range(L):
         mx = -math.inf
         for k in range(L):
-            z = 0.0
-            for al in range(r):
-                z += h[l * r + al] * h[k * r + al]
-            z = min(max(z, -_ZMAX), _ZMAX)
+            z = min(max(S[l, k], -_ZMAX), _ZMAX)
             S[l, k] = z
             if z > mx:
                 mx = z
@@ -60,25 +74,38 @@ def value(h, w, T, Vinv, sigma2, L, r, S):
             S[l, k] /= tot
             d = S[l, k] - T[l, k]
             loss += d * d
-    f += 0.5 * sigma2 * loss
-    return f
+    return loss
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
-def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
-    """Gradient of F into g and, with order 2, the Hessian into H; S must hold the softmax at h (from value)."""
-    for a in range(L):
-        for al in range(r):
-            acc = 0.0
-            for be in range(r):
-                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
-            g[a * r + al] = acc
+def _loss_dZ(S, T, sigma2, L, G):
+    """G = dl/dZ for the softmax S: sigma2 s_k (e_k - ebar) per row, e = s - t, ebar = sum_j e_j s_j."""
     for l in range(L):
         ebar = 0.0
         for k in range(L):
             ebar += (S[l, k] - T[l, k]) * S[l, k]
         for k in range(L):
             G[l, k] = sigma2 * S[l, k] * ((S[l, k] - T[l, k]) - ebar)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def value(h, w, T, Vinv, sigma2, L, r, S):
+    """F at h; leaves the softmax S(h) in S for derivs."""
+    f = _quadratic(h, w, Vinv, L, r)
+    for l in range(L):
+        for k in range(L):
+            z = 0.0
+            for al in range(r):
+                z += h[l * r + al] * h[k * r + al]
+            S[l, k] = z
+    return f + 0.5 * sigma2 * _softmax_loss(S, T, L)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
+    """Gradient of F into g and, with order 2, the Hessian into H; S must hold the softmax at h (from value)."""
+    _quadratic_grad(h, w, Vinv, L, r, g)
+    _loss_dZ(S, T, sigma2, L, G)
     for a in range(L):
         for k in range(L):
             c = G[a, k] + G[k, a]
@@ -147,16 +174,8 @@ def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
 @numba.njit(cache=True, inline="always", fastmath=_FM)
 def value_b(h, w, T, Vinv, sigma2, L, r, Bm, S):
     """F at h with the scores Z = h Bm h^T (any r x r score form Bm); leaves the softmax in S."""
-    f = 0.0
-    for a in range(L):
-        for al in range(r):
-            acc = 0.0
-            for be in range(r):
-                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
-            f += 0.5 * (h[a * r + al] - w[a * r + al]) * acc
-    loss = 0.0
+    f = _quadratic(h, w, Vinv, L, r)
     for l in range(L):
-        mx = -math.inf
         for k in range(L):
             z = 0.0
             for al in range(r):
@@ -164,33 +183,15 @@ def value_b(h, w, T, Vinv, sigma2, L, r, Bm, S):
                 if hl != 0.0:
                     for be in range(r):
                         z += hl * Bm[al, be] * h[k * r + be]
-            z = min(max(z, -_ZMAX), _ZMAX)
             S[l, k] = z
-            if z > mx:
-                mx = z
-        tot = 0.0
-        for k in range(L):
-            e = math.exp(S[l, k] - mx)
-            S[l, k] = e
-            tot += e
-        for k in range(L):
-            S[l, k] /= tot
-            d = S[l, k] - T[l, k]
-            loss += d * d
-    f += 0.5 * sigma2 * loss
-    return f
+    return f + 0.5 * sigma2 * _softmax_loss(S, T, L)
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
 def derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g):
     """Gradient of F with the score form Bm into g; leaves X_k = Bm h_k, Y_l = Bm^T h_l (rows of X, Y) and
     dl/dZ in G for hess_b.  dZ_lk/dh_a = delta_la X_k + delta_ka Y_l, so grad_a = sum_k G_ak X_k + G_ka Y_k."""
-    for a in range(L):
-        for al in range(r):
-            acc = 0.0
-            for be in range(r):
-                acc += Vinv[al, be] * (h[a * r + be] - w[a * r + be])
-            g[a * r + al] = acc
+    _quadratic_grad(h, w, Vinv, L, r, g)
     for k in range(L):
         for al in range(r):
             x = 0.0
@@ -200,12 +201,7 @@ def derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g):
                 y += Bm[be, al] * h[k * r + be]
             X[k, al] = x
             Y[k, al] = y
-    for l in range(L):
-        ebar = 0.0
-        for k in range(L):
-            ebar += (S[l, k] - T[l, k]) * S[l, k]
-        for k in range(L):
-            G[l, k] = sigma2 * S[l, k] * ((S[l, k] - T[l, k]) - ebar)
+    _loss_dZ(S, T, sigma2, L, G)
     for a in range(L):
         for k in range(L):
             gak = G[a, k]
