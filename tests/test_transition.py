@@ -13,7 +13,8 @@ from attnphase.theory import _branch_map as bm
 from attnphase.theory.branch_ends import branch_end
 from attnphase.theory.curves import Critical, global_minimum_curve, spread_halfwidth
 from attnphase.theory.state_evolution import Precision, solve
-from attnphase.theory.transition import _root, check_transition_args, transition
+from attnphase.theory.transition import check_transition_args, transition
+from attnphase.theory.transition_roots import noisy_root
 
 
 @pytest.fixture(scope="module")
@@ -77,12 +78,12 @@ def test_root_interval_contains_the_root_of_a_noisy_difference() -> None:
         def f(a, offset=offset):
             return (a - 1.1) * 0.01 + offset, 1e-4
 
-        c = _root("x", f, 0.5, 2.0, 1e-3, 3.0, "test")
+        c = noisy_root("x", f, 0.5, 2.0, 1e-3, 3.0, "test")
         assert c.kind == "crossing"
         hits += c.lo <= 1.1 <= c.hi
         assert c.width < 0.1
     assert hits >= 38
-    assert _root("x", lambda a: (a + 1.0, 0.0), 0.5, 2.0, 1e-3, 3.0, "t").kind == "not in range"
+    assert noisy_root("x", lambda a: (a + 1.0, 0.0), 0.5, 2.0, 1e-3, 3.0, "t").kind == "not in range"
 
 
 def test_spread_halfwidth_is_a_t_interval() -> None:
@@ -91,6 +92,22 @@ def test_spread_halfwidth_is_a_t_interval() -> None:
     v = [-1.5, -0.5, 0.5, 1.5]
     sd = float(np.std(v, ddof=1))
     assert spread_halfwidth(v) == pytest.approx(5.8409 * sd / 2, rel=1e-3)
+
+
+def _forbid_work(monkeypatch: pytest.MonkeyPatch, message: str) -> None:
+    """Every way into transition()'s work raises: the baseline, the adapter's branch ends (study path), the
+    validity ends (general path), any fixed-point solve."""
+    import importlib
+
+    def no_work(*a, **k):
+        raise AssertionError(message)
+
+    for module, names in (("attnphase.theory.transition", ("linear_baseline",)),
+                          ("attnphase.theory.transition_study", ("branch_end", "merge_end")),
+                          ("attnphase.theory.transition_general", ("validity_ends",)),
+                          ("attnphase.theory.state_evolution", ("solve", "solve_curve"))):
+        for name in names:
+            monkeypatch.setattr(importlib.import_module(module), name, no_work)
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -105,15 +122,7 @@ def test_spread_halfwidth_is_a_t_interval() -> None:
     ({"workers": 0}, "workers must be >= 1"),
 ])
 def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    tr = sys.modules["attnphase.theory.transition"]
-
-    def no_work(*a, **k):
-        raise AssertionError("work started before the options were checked")
-
-    monkeypatch.setattr(tr, "branch_end", no_work)
-    monkeypatch.setattr(tr, "linear_baseline", no_work)
+    _forbid_work(monkeypatch, "work started before the options were checked")
     args = {"alpha_min": 0.05, "alpha_max": 2.0, "n_grid": 12, "precision": "fast", "xtol": 0.01, "seed": 0} | kw
     extra = {k: args.pop(k) for k in ("ends", "workers") if k in args}
     if not extra:
@@ -126,16 +135,7 @@ def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monke
 def test_untied_student_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """The study geometry with student='untied' must not reach the tied branch-end adapter (it would return the
     tied student's critical values for the untied one)."""
-    import sys
-
-    tr = sys.modules["attnphase.theory.transition"]
-
-    def no_work(*a, **k):
-        raise AssertionError("work started for the untied student")
-
-    monkeypatch.setattr(tr, "branch_end", no_work)
-    monkeypatch.setattr(tr, "linear_baseline", no_work)
-    monkeypatch.setattr(tr, "solve", no_work)
+    _forbid_work(monkeypatch, "work started for the untied student")
     for ends in ("auto", "solves", "adapter"):
         with pytest.raises(ValueError, match="tied student only"):
             transition(Setting(omega=0.3, student="untied"), precision="fast", ends=ends)

@@ -2,7 +2,9 @@
 
 Layout: overlaps (arrays, branches, flat packing), prior (closed form), channel (proximal map averaged over
 integration points), prox (the proximal-map protocol and its kernels), fixed_point (generic Anderson solver),
-state_evolution (solve, solve_curve, branch_map), baseline, observables, transition.
+state_evolution (solve, solve_curve, branch_map), baseline, observables, starts (solves from fallback starts),
+branch_ends, transition (result record and dispatcher) with transition_study / transition_general (its two paths)
+and transition_roots (alpha_c, alpha_l), diagram (transition over omega).
 """
 
 from attnphase.theory.baseline import LinearBaseline, linear_baseline

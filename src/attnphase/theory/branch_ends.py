@@ -16,6 +16,7 @@ location tolerance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +35,7 @@ from attnphase.theory.continuation import (
     refine_fold,
 )
 from attnphase.theory.curves import Critical, spread_halfwidth
+from attnphase.theory.starts import solve_retrying
 from attnphase.theory.state_evolution import Precision, get_precision
 
 # Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
@@ -44,6 +46,9 @@ SIDE = {"semantic": "lower", "positional": "upper"}
 ALPHA_GUESS = {"semantic": 0.7, "positional": 0.1}
 # How far above its pitchfork a branch that exists above its end is followed (enough to have passed any fold).
 PAST = 0.25
+# The record each branch's end fills: the semantic branch's end is where it appears, the positional one's where
+# it vanishes (where it appears is its pitchfork).
+END_NAME = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_vanishes"}
 
 
 @dataclass
@@ -61,6 +66,23 @@ class EndResult:
     per_scrambling: list[float] = field(default_factory=list)
     evaluations: int = 0
     order_name: str = ""
+
+
+def _resolutions(precision: str | Precision) -> tuple[int, int, int]:
+    """(log2 points of the followed path, log2 points of the pitchfork, scramblings).  The path: half the points,
+    mirrored (the cost per map evaluation of a plain solve); it only classifies.  The pitchfork, which is the
+    reported value, takes 4x more: its Newton needs few evaluations."""
+    prec = get_precision(precision)
+    return max(prec.log2_points - 1, 6), min(prec.log2_points + 1, 22), max(prec.replicas, 3)
+
+
+def _slope_map(setting: Setting, branch: str, z: np.ndarray) -> Callable[[np.ndarray, float], tuple[np.ndarray, float]]:
+    """(y, alpha) -> (image of the agnostic point's (q, V), the order parameter's slope there) on points z."""
+
+    def S(y: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
+        v = bm.symmetric_map(setting, alpha, branch, z, y)
+        return v.gy, v.slope
+    return S
 
 
 def _agnostic_start(setting: Setting, alpha: float, branch: str, z: np.ndarray) -> tuple[np.ndarray, int]:
@@ -102,18 +124,11 @@ def _pitchforks(setting: Setting, branch: str, y0: np.ndarray, a0: float, log2_p
     pfs: list = []
     J = None
     n_eval = 0
-
-    def S_for(z):
-        def S(y, alpha):
-            v = bm.symmetric_map(setting, alpha, branch, z, y)
-            return v.gy, v.slope
-        return S
-
     for rep in range(R):
         z = bm.symmetric_points(log2_p, rep, seed, branch)
         start_y, start_a = (y0, a0) if not pfs else (pfs[0].y, pfs[0].p)
-        pf = locate_pitchfork(S_for(z), start_y, start_a, y_scale=y_scale, p_step=1e-3, tol=tol, jacobian=J,
-                              accept=1e-4, max_iter=20)
+        pf = locate_pitchfork(_slope_map(setting, branch, z), start_y, start_a, y_scale=y_scale, p_step=1e-3,
+                              tol=tol, jacobian=J, accept=1e-4, max_iter=20)
         n_eval += pf.evaluations
         if not pf.converged:
             if rep == 0:
@@ -134,11 +149,8 @@ def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
 
     kind "pitchfork": the order parameter is not followed from it, so a subcritical merge (a fold just above
     the pitchfork) is not excluded; the method says so."""
-    prec = get_precision(precision)
-    name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_vanishes"
-    log2 = max(prec.log2_points - 1, 6)
-    log2_p = min(prec.log2_points + 1, 22)
-    R = max(prec.replicas, 3)
+    name = END_NAME[branch]
+    log2, log2_p, R = _resolutions(precision)
     z0 = bm.symmetric_points(log2, 0, seed, branch)
     try:
         y, n_eval = _agnostic_start(setting, alpha_hi, branch, z0)
@@ -194,21 +206,10 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
                follow: bool = True) -> EndResult:
     """The end of ``branch`` ("semantic": where it appears; "positional": where it vanishes) in
     [alpha_min, alpha_max], classified and located, with an interval over scramblings."""
-    prec = get_precision(precision)
     side = SIDE[branch]
-    name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_vanishes"
-    # The path: half the points, mirrored (the cost per map evaluation of a plain solve); it only classifies.
-    # The pitchfork, which is the reported value, takes 4x more: its Newton needs few evaluations.
-    log2 = max(prec.log2_points - 1, 6)
-    log2_p = min(prec.log2_points + 1, 22)
-    R = max(prec.replicas, 3)
+    name = END_NAME[branch]
+    log2, log2_p, R = _resolutions(precision)
     n_eval = 0
-
-    def S_for(z):
-        def S(y, alpha):
-            v = bm.symmetric_map(setting, alpha, branch, z, y)
-            return v.gy, v.slope
-        return S
 
     def G_for(z):
         def G(y, t, alpha):
@@ -244,7 +245,7 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     scale = np.array([max(y_scale[0], 0.05), y_scale[1], max(t_scale, 0.1), 1.0])
     # G_t / t is grainy for t below a few per cent of its scale: interpolate there (desingularised()).
     t_min = 0.05 * t_scale
-    F0 = desingularised(G_for(z0), S_for(z0), 0.1 * y_scale, t_min=t_min)
+    F0 = desingularised(G_for(z0), _slope_map(setting, branch, z0), 0.1 * y_scale, t_min=t_min)
     u0 = np.array([pf0.y[0], pf0.y[1], 0.0, pf0.p])
 
     def stop(u: np.ndarray) -> str | None:
@@ -289,7 +290,8 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     folds = []
     for rep in range(R):
         z = z0 if rep == 0 else bm.symmetric_points(log2, rep, seed, branch)
-        Fr = F0 if rep == 0 else desingularised(G_for(z), S_for(z), 0.1 * y_scale, t_min=t_min)
+        Fr = F0 if rep == 0 else desingularised(G_for(z), _slope_map(setting, branch, z), 0.1 * y_scale,
+                                                t_min=t_min)
         tp = refine_fold(Fr, path, end.fold, scale=scale, tol=1e-4, accept=3e-3, max_rounds=3 if rep == 0 else 2)
         n_eval += 1
         if tp.confirmed:
@@ -335,15 +337,10 @@ class ValidityEnds:
 def _bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
                   xtol: float, points: list) -> tuple[float, float]:
     """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity, each solve started from the valid
-    point nearest the boundary."""
-    from attnphase.theory.state_evolution import solve
-
+    point nearest the boundary (a failure from it can be the neighbour's fault: the default start decides)."""
     while abs(a_ok - a_bad) > xtol:
         mid = 0.5 * (a_ok + a_bad)
-        p = solve(setting, mid, branch, precision, init=p_ok, seed=seed)
-        if not p.valid:
-            # a failure from the neighbour can be the neighbour's fault: the default start decides
-            p = solve(setting, mid, branch, precision, seed=seed)
+        p, _ = solve_retrying(setting, mid, branch, precision, seed, init=p_ok)
         points.append(p)
         if p.valid:
             a_ok, p_ok = mid, p
@@ -421,6 +418,17 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
     return ValidityEnds(ends, rng, points)
 
 
+def positional_slope(setting: Setting, alpha: float, precision: str = "fast", seed: int = 0) -> float:
+    """d m_new / d m at the agnostic fixed point (> 1: the agnostic point is unstable towards the positional
+    branch).  NaN where the agnostic point cannot be solved."""
+    z = bm.symmetric_points(get_precision(precision).log2_points, 0, seed, "positional")
+    try:
+        y, _ = _agnostic_start(setting, alpha, "positional", z)
+        return float(bm.symmetric_map(setting, alpha, "positional", z, np.abs(y)).slope)
+    except (ValueError, ArithmeticError):
+        return float("nan")
+
+
 def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, float]]:
     """Rows (alpha, q, V, m, theta) of the unstable part (or the whole path) for drawing."""
     rows = end.unstable if part == "unstable" else end.path
@@ -430,4 +438,5 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
             for u in rows]
 
 
-__all__ = ["EndResult", "Path", "ValidityEnds", "branch_end", "merge_end", "path_as_overlaps", "validity_ends"]
+__all__ = ["EndResult", "Path", "ValidityEnds", "branch_end", "merge_end", "path_as_overlaps", "positional_slope",
+           "validity_ends"]

@@ -1,4 +1,7 @@
-"""Starting points built from solutions of a smaller problem.
+"""Starting points: solves that fall back through several starts, and starts built from a smaller problem.
+
+solve_retrying: a solve from a neighbour's fixed point that fails is retried from the nearest solved point, then
+from the default start (transition's fixed points and the bisection of branch_ends.validity_ends).
 
 The mixed start of the free branch for a rank-2 student (r = 2, r* = 1): direction 1 is the rank-1 student's
 semantic solution, direction 2 its positional one.  The free branch's default start runs off to a far positional
@@ -13,6 +16,23 @@ import numpy as np
 from attnphase.setting import Setting
 from attnphase.theory.overlaps import Overlaps
 from attnphase.theory.results import FixedPoint
+
+
+def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, seed: int,
+                   init: Overlaps | FixedPoint | None, nearest: FixedPoint | None = None) -> tuple[FixedPoint, int]:
+    """solve() from init; where that fails, from the nearest solved point of the branch, then from the default
+    start (a neighbour next to a branch end, where the order parameter is small, can lead the iteration onto the
+    agnostic point).  A start that is init is not tried twice.  (last fixed point, solves)."""
+    from attnphase.theory.state_evolution import solve
+
+    p = solve(setting, alpha, branch, precision, init=init, seed=seed)
+    n = 1
+    for retry in ([nearest] if nearest is not None else []) + [None]:
+        if p.valid or retry is init:
+            continue
+        p = solve(setting, alpha, branch, precision, init=retry, seed=seed)
+        n += 1
+    return p, n
 
 
 def mixed_start_from(semantic: FixedPoint | None, positional: FixedPoint | None, L: int) -> Overlaps:
