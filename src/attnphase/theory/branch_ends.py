@@ -201,6 +201,20 @@ def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
     return EndResult(branch, c, c, per_scrambling=alphas, evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
 
 
+def _pitchfork_end(name: str, pitch: Critical, alpha_min: float, alpha_max: float, note: str,
+                   not_this_end: str | None, outside_note: bool = False) -> Critical:
+    """The branch's end where the followed branch does not turn back at a fold: the pitchfork itself (note added
+    to its method), 'not in range' where it lies outside [alpha_min, alpha_max] (note added to the reason with
+    outside_note), or 'not in range' for the reason not_this_end where the pitchfork is not this end at all."""
+    if not_this_end is not None:
+        return Critical.missing(name, "not in range", not_this_end, "pseudo-arclength continuation")
+    if not alpha_min <= pitch.value <= alpha_max:
+        return Critical.missing(name, "not in range", f"pitchfork at alpha = {pitch.value:.4g} outside "
+                                f"[{alpha_min:g}, {alpha_max:g}]" + (f"; {note}" if outside_note else ""),
+                                pitch.method)
+    return Critical(name, pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method + "; " + note)
+
+
 def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float,
                precision: str | Precision = "fast", seed: int = 0, tol: float = 1e-6,
                follow: bool = True) -> EndResult:
@@ -271,17 +285,13 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
             crit = Critical.missing(name, "failed", f"continuation of the {branch} branch from its pitchfork at "
                                     f"alpha = {a_p:.4g} stopped at alpha = {path.u[-1, 3]:.3g} ({path.message}) "
                                     f"before turning back or leaving the range", "pseudo-arclength continuation")
-        elif branch == "positional" or end.kind == "none":
-            # A supercritical pitchfork is where the positional branch *appears*; it vanishes only at a fold.
-            crit = Critical.missing(name, "not in range", f"the {branch} branch leaves the agnostic point at a "
-                                    f"pitchfork at alpha = {a_p:.4g} and does not turn back up to alpha = "
-                                    f"{path.u[-1, 3]:.3g} ({path.message})", "pseudo-arclength continuation")
-        elif not alpha_min <= a_p <= alpha_max:
-            crit = Critical.missing(name, "not in range", f"pitchfork at alpha = {a_p:.4g} outside "
-                                    f"[{alpha_min:g}, {alpha_max:g}]", method)
         else:
-            crit = Critical(name, a_p, pitch.lo, pitch.hi, "pitchfork",
-                            method + "; supercritical (branch followed by pseudo-arclength continuation)")
+            # A supercritical pitchfork is where the positional branch *appears*; it vanishes only at a fold.
+            no_turn = (f"the {branch} branch leaves the agnostic point at a pitchfork at alpha = {a_p:.4g} and does "
+                       f"not turn back up to alpha = {path.u[-1, 3]:.3g} ({path.message})")
+            crit = _pitchfork_end(name, pitch, alpha_min, alpha_max,
+                                  "supercritical (branch followed by pseudo-arclength continuation)",
+                                  no_turn if branch == "positional" or end.kind == "none" else None)
         return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
                          order_name=bm.ORDER_NAME[branch])
     # A fold: refine per scrambling on the first scrambling's path.  A turn that most scramblings do not
@@ -302,13 +312,8 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     if len(folds) < max(2, (R + 1) // 2) or not beyond:
         note = (f"a turn of the followed branch at alpha = {end.fold.p:.4g} was not confirmed by the other "
                 f"scramblings ({len(folds)} of {R}) or not clearly beyond the pitchfork: taken as integration noise")
-        if branch == "positional":
-            crit = Critical.missing(name, "not in range", note, "pseudo-arclength continuation")
-        elif not alpha_min <= a_p <= alpha_max:
-            crit = Critical.missing(name, "not in range", f"pitchfork at alpha = {a_p:.4g} outside "
-                                    f"[{alpha_min:g}, {alpha_max:g}]; {note}", method)
-        else:
-            crit = Critical(name, a_p, pitch.lo, pitch.hi, "pitchfork", method + "; " + note)
+        crit = _pitchfork_end(name, pitch, alpha_min, alpha_max, note, note if branch == "positional" else None,
+                              outside_note=True)
         return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
                          order_name=bm.ORDER_NAME[branch])
     fmethod = (f"fold of the branch followed by pseudo-arclength continuation from a subcritical pitchfork at "
