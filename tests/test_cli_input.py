@@ -221,7 +221,7 @@ def test_theory_shows_a_labelled_progress_bar_unless_quiet(monkeypatch, capsys):
 
     import attnphase.theory as theory
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, **kwargs):
         time.sleep(0.7)  # the bar shows only for work that takes more than half a second
         pts = synthetic_curves([1.0])
         return pts.get(branch, pts["positional"])
@@ -231,3 +231,20 @@ def test_theory_shows_a_labelled_progress_bar_unless_quiet(monkeypatch, capsys):
     assert "theory (fixed points)" in capsys.readouterr().err
     assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch, capsys):
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+
+    seen = []
+
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False):
+        seen.append((setting.r, branch, multistart))
+        return synthetic_curves([1.0])["positional"]
+
+    monkeypatch.setattr(theory, "solve_curve", fake_curve)
+    assert main(["theory", "--alpha", "1", "--rank", "2", "--branch", "free", "--multistart", "--json", "--quiet"]) == 0
+    assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet"]) == 0
+    assert seen == [(2, "free", True), (1, "positional", False)]

@@ -4,6 +4,7 @@ warm-started channel map) and the two-token kernel's extra starts: each held aga
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attnphase import Setting
 from attnphase.theory import Overlaps, Status, branch_map
@@ -76,19 +77,38 @@ def test_jacobian_steps_scale_with_the_given_scale():
     np.testing.assert_allclose(J, [[4.1, 0.0], [0.0, 3.0]], rtol=1e-12)
 
 
-def test_cheap_branch_map_reproduces_the_exact_one_near_its_last_evaluation():
-    s = Setting(L=3)
-    bm = branch_map(s, 1.5, "semantic", gaussian_sobol(11, 6, 3))
+@pytest.mark.parametrize("L, log2", [(3, 11), (2, 13)])  # general kernel; the compiled 2-D kernel
+def test_cheap_branch_map_reproduces_the_exact_one_near_its_last_evaluation(L, log2):
+    s = Setting(L=L)
+    bm = branch_map(s, 1.5, "semantic", gaussian_sobol(log2, 2 * L, 3))
     assert bm.warmable
-    x = bm.pack(Overlaps(q=0.13, m=np.zeros((3, 1)), V=11.5, theta=0.17))
+    x = bm.pack(Overlaps(q=0.13, m=np.zeros((L, 1)), V=11.5, theta=0.17))
     g = bm(x)
     np.testing.assert_allclose(bm.cheap(x), g, rtol=1e-10)
     xp = x * (1 + 1e-3)
     gp = bm.cheap(xp)
     exact = bm(xp)
-    # Warm starts miss only basin switches: a few points of 2048, each O(1/n).
+    # Warm starts miss only basin switches: a few points of 2^log2, each O(1/n).
     assert np.max(np.abs(gp - exact) / np.abs(exact)) < 2e-3
-    assert not branch_map(Setting(), 1.5, "semantic", gaussian_sobol(8, 4, 0)).warmable  # 2-D kernel
+    assert not branch_map(s, 1.5, "semantic", gaussian_sobol(8, 2 * L, 0), kernel="reference").warmable
+
+
+def test_two_token_warm_kernel_converges_to_a_local_minimum_never_below_the_global_one():
+    """The 2-D kernel's warm path (cheap steps for L = 2, r = 1): from the global minimisers it returns them; from
+    perturbed starts it ends at stationary points whose values are never below the multi-start kernel's."""
+    from attnphase.theory.prox.l2r1 import prox_l2r1, prox_l2r1_warm
+
+    p = draw_problem(2, 1, 4096, seed=2)
+    full = prox_l2r1(p.w, p.T, p.Vinv, p.sigma2)
+    same = prox_l2r1_warm(p.w, p.T, p.Vinv, p.sigma2, full.h)
+    np.testing.assert_allclose(same.h, full.h, atol=1e-9)
+    np.testing.assert_allclose(same.value, full.value, atol=1e-12)
+    start = full.h + np.random.default_rng(0).normal(scale=0.3, size=full.h.shape)
+    moved = prox_l2r1_warm(p.w, p.T, p.Vinv, p.sigma2, start)
+    assert np.mean(moved.converged) > 0.999
+    assert np.all(moved.value >= full.value - 1e-10)
+    # and somewhere a perturbed start falls into another basin (the warm path is not the global minimiser)
+    assert np.any(moved.value > full.value + 1e-6)
 
 
 def test_two_token_kernel_finds_the_midpoint_and_mixed_basins():

@@ -47,3 +47,22 @@ def test_rank2_student_mixed_minimum_is_the_lowest():
     assert free.m_norm == pytest.approx(0.219, rel=0.03) and free.theta_norm == pytest.approx(0.102, rel=0.03)
     # The two order parameters live in orthogonal student directions.
     assert abs(float(free.theta[:, 0] @ free.m[0])) < 1e-3
+
+
+def test_multistart_finds_the_positional_point_simulations_reach_for_a_rank2_teacher():
+    """(L, r, r*) = (2, 1, 2), alpha = 1.5: from the default start the positional branch converges to a far point
+    (m 2.83, train loss 0.0138) no simulation reaches; multistart keeps the near one, which d = 500 simulations
+    (slow test in test_engine_vs_simulation.py) measured at rms m 0.3235 +- 0.0041, train loss 0.005911 +- 0.00012."""
+    s = Setting(L=2, r=1, r_star=2, omega=0.3)
+    plain = solve(s, 1.5, "positional", "fast")
+    best = solve(s, 1.5, "positional", "fast", multistart=True)
+    assert best.valid and best.m_norm == pytest.approx(0.3235, abs=3 * 0.0041 + 0.02 * 0.3235)
+    assert best.train_loss == pytest.approx(0.005911, abs=3 * 0.00012 + 0.02 * 0.005911)
+    assert not plain.valid or plain.train_loss > best.train_loss
+    assert any(w.startswith("multistart: start 1 of 2 chosen") for w in best.warnings)
+    # The study's setting has no extra starts: multistart changes nothing there.
+    a = solve(Setting(), 1.5, "positional", "fast")
+    b = solve(Setting(), 1.5, "positional", "fast", multistart=True)
+    assert a.train_loss == b.train_loss and not any("multistart" in w for w in b.warnings)
+    with pytest.raises(TypeError, match="multistart"):
+        solve(Setting(), 1.5, "positional", "fast", multistart="yes")

@@ -55,7 +55,8 @@ def _theory(args: argparse.Namespace) -> int:
         curves = {}
         for b in branches:
             try:
-                curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed)
+                curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed,
+                                        multistart=args.multistart)
             except BaseException:
                 bar.close()
                 raise
@@ -105,8 +106,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "study's q, |m|, |theta|, V); --json gives the matrices.")
     add_setting_args(p)
     p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
-    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "global", "all"],
-                   help="which fixed point(s); global: the branch with the lower train_loss (default all)")
+    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "free", "global", "all"],
+                   help="which fixed point(s); global: the branch with the lower train_loss; free: m and theta both "
+                        "free (the mixed minimum of a rank-2 student; best with --multistart) (default all: "
+                        "positional, semantic, agnostic)")
+    p.add_argument("--multistart", action="store_true",
+                   help="also solve from the extra starts where the default start is known to miss a fixed point "
+                        "(positional for r* > 1 or L > 2, free for r = 2) and keep the lowest train_loss")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
     p.add_argument("--student", default="tied", choices=STUDENTS,

@@ -91,7 +91,10 @@ BIG_TOKEN = 1.0  # |w_l| from which token l gets a start of its own (as in prox/
 
 
 @numba.njit(cache=True, parallel=True)
-def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter):
+def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, only_given=False):
+    """Global minimiser from the starts: the loss zeros +-z, w, and at large |w| the midpoint / per-token ones.
+    only_given: Newton from (z1, z2) alone (e.g. a nearby evaluation's minimisers): a local minimiser, for a
+    solver's speculative steps only."""
     n = w1.shape[0]
     out_h1 = np.empty(n)
     out_h2 = np.empty(n)
@@ -104,7 +107,7 @@ def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter):
         sg = 1.0 if z1[i] * w1[i] + z2[i] * w2[i] >= 0.0 else -1.0
         m1 = 0.5 * (w1[i] + sg * z1[i])
         m2 = 0.5 * (w2[i] + sg * z2[i])
-        for k in range(6):
+        for k in range(1 if only_given else 6):
             if k == 0:
                 s1, s2 = z1[i], z2[i]
             elif k == 1:
@@ -136,3 +139,4 @@ def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter):
         out_val[i] = best_v
         out_gn[i] = bg
     return out_h1, out_h2, out_val, out_gn
+

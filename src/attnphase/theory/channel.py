@@ -28,7 +28,7 @@ from attnphase.setting import Setting
 from attnphase.theory.attention import target_attention
 from attnphase.theory.fixed_point import Inadmissible
 from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
-from attnphase.theory.prox import prox
+from attnphase.theory.prox import choose_kernel, prox
 
 
 @dataclass
@@ -104,7 +104,7 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
     other averages of the same integrand (e.g. derivatives with respect to an overlap by a score identity).
 
     warm: minimisers (n, L, r) of an evaluation at nearby overlaps on the same points.  Then only Newton from
-    them runs (general kernel, no own starts): a cheap approximation that misses basin switches, for a solver's
+    them runs (no own starts): a cheap approximation that misses basin switches, for a solver's
     speculative steps (fixed_point.chord's `cheap`), never for a reported number."""
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
@@ -113,6 +113,10 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
     if warm is None:
         sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied)
+    elif choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "l2r1":
+        from attnphase.theory.prox.l2r1 import prox_l2r1_warm
+
+        sol = prox_l2r1_warm(w, T, Vinv, setting.sigma**2, np.asarray(warm))
     else:
         from attnphase.theory.prox.general import prox_general
 

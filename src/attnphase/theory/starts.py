@@ -1,4 +1,5 @@
-"""Starting points: solves that fall back through several starts, and starts built from a smaller problem.
+"""Starting points: solves that fall back through several starts, starts built from a smaller problem, and the
+extra starts of a multi-start solve.
 
 solve_retrying: a solve from a neighbour's fixed point that fails is retried from the nearest solved point, then
 from the default start (transition's fixed points and the bisection of branch_ends.validity_ends).
@@ -61,3 +62,35 @@ def mixed_start(setting: Setting, alpha: float, precision: str = "fast", seed: i
     one = setting.replace(r=1)
     return mixed_start_from(solve(one, alpha, "semantic", precision, seed=seed),
                             solve(one, alpha, "positional", precision, seed=seed), setting.L)
+
+
+def extra_starts(setting: Setting, alpha: float, branch: str, precision: str = "fast", seed: int = 0) -> list[Overlaps]:
+    """Starts besides the default one for solve(..., multistart=True), each for a fixed point the default start
+    was measured to miss (docs/rank2.md):
+
+    - positional: q = 0.08, m twice the default's (for r* = 2 the default start converges to a far positional
+      point, m 2.83, train loss 0.0138, which simulations never reach; this start to the near one, m 0.329,
+      train loss 0.0060, alpha = 1.5); for L > 2 also a permutation-like pattern (one token against the others
+      through G, rms 0.2): with permutation-symmetric A and G the positional minima form a shallow ring and the
+      default start drifts along it;
+    - free, r = 2, r* = 1: the mixed start (two rank-1 solves at this alpha; see mixed_start).
+    The study's setting (L = 2, r = r* = 1) has none: its default starts are the measured ones."""
+    from attnphase.theory.state_evolution import default_start
+
+    if setting.untied:
+        return []
+    d0 = default_start(setting, branch)
+    out: list[Overlaps] = []
+    if branch == "positional" and (setting.L > 2 or setting.r > 1 or setting.r_star > 1):
+        out.append(Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta))
+        if setting.L > 2:
+            e = np.zeros(setting.L)
+            e[0] = 1.0
+            pattern = setting.gram @ (e - e.mean())
+            if np.any(pattern != 0):
+                m = np.zeros((setting.L, setting.r))
+                m[:, 0] = 0.2 * pattern / np.sqrt(np.mean(pattern**2))
+                out.append(Overlaps(q=d0.q, m=m, V=d0.V, theta=d0.theta))
+    if branch == "free" and setting.r == 2 and setting.r_star == 1:
+        out.append(mixed_start(setting, alpha, precision, seed))
+    return out

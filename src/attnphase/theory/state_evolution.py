@@ -136,8 +136,8 @@ class BranchMap:
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
         self.gauge = setting.field_rank > 1 or setting.r_star > 1
-        # The general prox kernel takes warm starts: cheap() reuses the last exact step's minimisers.
-        self.warmable = choose_kernel(setting.L, setting.field_rank, kernel) == "general"
+        # The compiled kernels take warm starts: cheap() reuses the last exact step's minimisers.
+        self.warmable = choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) in ("general", "l2r1")
         self._warm: np.ndarray | None = None
         if points.shape[0] != points_dim(setting):
             raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
@@ -289,12 +289,17 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
 
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
-          init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto") -> FixedPoint:
+          init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
+          multistart: bool = False) -> FixedPoint:
     """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss of
     positional, semantic, agnostic).  "free" imposes no constraint (m and theta both free): for r >= 2 its default
     start puts theta in the first rank directions and m in the next, but it is not robust (measured at L = 2,
     r = 2, alpha = 1.5: the iteration runs off to a far positional point, m ~ 3, not converged); pass a mixed
     start as init (benchmarks/rank2.py builds one from the rank-1 semantic and positional solutions).
+
+    multistart: without init, also solve from starts.extra_starts (fixed points the default start was measured
+    to miss: for r* = 2 / L > 2 positional, the r = 2 mixed minimum) and return the valid one with the lowest
+    training loss; the others are listed in its warnings.  The study's setting has no extra starts.
 
     Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
     ValueError/TypeError, checked before any work)."""
@@ -304,8 +309,37 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     # positional, another semantic (measured: L = 2, r = 2, r* = 1, alpha = 1.5 lands there in simulation).
     check_branch(branch, BRANCHES + ("free", "global"))
     prec = get_precision(precision)
+    if not isinstance(multistart, bool):
+        raise TypeError(f"multistart must be a bool, got {type(multistart).__name__}")
     if branch == "global":
-        return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel))
+        return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
+                                        multistart=multistart))
+    fp = _solve_one(setting, alpha, branch, prec, init, seed, kernel)
+    if multistart and init is None:
+        from attnphase.theory.starts import extra_starts
+
+        extra = extra_starts(setting, alpha, branch, prec.name if prec.name in PRECISIONS else "fast", seed)
+        if extra:
+            fp = _best_of([fp] + [_solve_one(setting, alpha, branch, prec, o, seed, kernel) for o in extra])
+    return fp
+
+
+def _best_of(points: list[FixedPoint]) -> FixedPoint:
+    """The valid point with the lowest training loss (the first if none is valid), its warnings saying what the
+    other starts gave, its seconds and iterations the sums over all."""
+    ok = [i for i, p in enumerate(points) if p.valid]
+    k = min(ok, key=lambda i: points[i].train_loss) if ok else 0
+    best = points[k]
+    others = "; ".join(f"start {i}: {p.status.value}" + (f", train loss {p.train_loss:.6g}" if p.valid else "")
+                       for i, p in enumerate(points) if i != k)
+    best.warnings = best.warnings + (f"multistart: start {k} of {len(points)} chosen (lowest train loss); {others}",)
+    best.seconds = sum(p.seconds for p in points)
+    best.iterations = sum(p.iterations for p in points)
+    return best
+
+
+def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
+               seed: int, kernel: str) -> FixedPoint:
     fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel)
     if init is None and fp.status == Status.inadmissible and fp.iterations <= 1:
         # The default start lies outside the map's domain (lambda + sigma^2 Vhat <= 0 at the first evaluation;
@@ -435,9 +469,10 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
 
 
 def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,
-              inits: dict | None = None, *, kernel: str = "auto") -> dict[str, FixedPoint]:
+              inits: dict | None = None, *, kernel: str = "auto", multistart: bool = False) -> dict[str, FixedPoint]:
     inits = inits or {}
-    return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel) for b in BRANCHES}
+    return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel,
+                     multistart=multistart) for b in BRANCHES}
 
 
 def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
@@ -451,24 +486,25 @@ def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
-                seed: int = 0, *, kernel: str = "auto") -> list[FixedPoint]:
+                seed: int = 0, *, kernel: str = "auto", multistart: bool = False) -> list[FixedPoint]:
     """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
     if that one is valid, else from the default start.
 
     Returned in ascending alpha.  The semantic branch is followed downward from the largest alpha (it
     exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
-    alpha's FixedPoint (with its status); it never stops the curve."""
-    check_branch(branch)
+    alpha's FixedPoint (with its status); it never stops the curve.  multistart: every solve without a
+    neighbour (the first alpha, retries) tries solve's extra starts too."""
+    check_branch(branch, BRANCHES + ("free",))
     alphas = sorted(check_alpha(a) for a in alphas)
     out: list[FixedPoint] = []
     prev: FixedPoint | None = None
     order = alphas[::-1] if branch == "semantic" else alphas
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
-        fp = solve(setting, a, branch, precision, init=init, seed=seed, kernel=kernel)
+        fp = solve(setting, a, branch, precision, init=init, seed=seed, kernel=kernel, multistart=multistart)
         if not fp.valid and init is not None:
             # Continuation can fail where the previous point was far; retry from the default start.
-            retry = solve(setting, a, branch, precision, init=None, seed=seed, kernel=kernel)
+            retry = solve(setting, a, branch, precision, init=None, seed=seed, kernel=kernel, multistart=multistart)
             if retry.valid:
                 fp = retry
         out.append(fp)
