@@ -27,16 +27,20 @@ def _obj(h1, h2, w1, w2, t1, t2, inv_v, sigma2):
     return 0.5 * inv_v * ((h1 - w1) ** 2 + (h2 - w2) ** 2) + sigma2 * ((s1 - t1) ** 2 + (s2 - t2) ** 2)
 
 
+@numba.njit(cache=True, inline="always")
+def _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2):
+    """_obj and the attention weights it computed (reused by the next Newton step: the exponentials dominate)."""
+    s1 = _expit(h1 * (h1 - h2))
+    s2 = _expit(h2 * (h2 - h1))
+    return 0.5 * inv_v * ((h1 - w1) ** 2 + (h2 - w2) ** 2) + sigma2 * ((s1 - t1) ** 2 + (s2 - t2) ** 2), s1, s2
+
+
 @numba.njit(cache=True)
 def _newton_point(h1, h2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
     floor = 1e-3 * inv_v
     gn = math.inf
-    f0 = _obj(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
+    f0, s1, s2 = _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
     for _ in range(max_iter):
-        u1 = h1 * (h1 - h2)
-        u2 = h2 * (h2 - h1)
-        s1 = _expit(u1)
-        s2 = _expit(u2)
         e1 = s1 - t1
         e2 = s2 - t2
         d1 = s1 * (1.0 - s1)
@@ -71,19 +75,27 @@ def _newton_point(h1, h2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
             # Round-off regime: the plain Newton step (an Armijo test could stall here).
             h1 += p1
             h2 += p2
-            f0 = _obj(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
+            f0, s1, s2 = _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
             continue
         slope = g1 * p1 + g2 * p2
         t = 1.0
         fn = f0
+        sn1 = sn2 = 0.0
+        accepted = False
         for _ls in range(40):
-            fn = _obj(h1 + t * p1, h2 + t * p2, w1, w2, t1, t2, inv_v, sigma2)
+            fn, sn1, sn2 = _obj_s(h1 + t * p1, h2 + t * p2, w1, w2, t1, t2, inv_v, sigma2)
             if fn <= f0 + 1e-4 * t * slope:
+                accepted = True
                 break
             t *= 0.5
         h1 = h1 + t * p1
         h2 = h2 + t * p2
         f0 = fn
+        if accepted:
+            s1, s2 = sn1, sn2
+        else:
+            s1 = _expit(h1 * (h1 - h2))
+            s2 = _expit(h2 * (h2 - h1))
     return h1, h2, f0, gn
 
 
