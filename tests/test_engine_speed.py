@@ -96,15 +96,20 @@ def test_cheap_branch_map_reproduces_the_exact_one_near_its_last_evaluation(L, l
 def test_two_token_warm_kernel_converges_to_a_local_minimum_never_below_the_global_one():
     """The 2-D kernel's warm path (cheap steps for L = 2, r = 1): from the global minimisers it returns them; from
     perturbed starts it ends at stationary points whose values are never below the multi-start kernel's."""
-    from attnphase.theory.prox.l2r1 import prox_l2r1, prox_l2r1_warm
+    from attnphase.theory.prox import prox
 
     p = draw_problem(2, 1, 4096, seed=2)
-    full = prox_l2r1(p.w, p.T, p.Vinv, p.sigma2)
-    same = prox_l2r1_warm(p.w, p.T, p.Vinv, p.sigma2, full.h)
+    full = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="l2r1")
+    same = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="l2r1", warm=full.h)
     np.testing.assert_allclose(same.h, full.h, atol=1e-9)
     np.testing.assert_allclose(same.value, full.value, atol=1e-12)
     start = full.h + np.random.default_rng(0).normal(scale=0.3, size=full.h.shape)
-    moved = prox_l2r1_warm(p.w, p.T, p.Vinv, p.sigma2, start)
+    moved = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="l2r1", warm=start)
+    # the general kernel's warm path from the same starts ends at the same local minima
+    gen = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="general", warm=start)
+    assert np.mean(np.abs(gen.value - moved.value) < 1e-9) > 0.99
+    with pytest.raises(ValueError, match="warm"):
+        prox(p.w, p.T, p.Vinv, p.sigma2, warm=start[:10])
     assert np.mean(moved.converged) > 0.999
     assert np.all(moved.value >= full.value - 1e-10)
     # and somewhere a perturbed start falls into another basin (the warm path is not the global minimiser)

@@ -28,7 +28,7 @@ from attnphase.setting import Setting
 from attnphase.theory.attention import target_attention
 from attnphase.theory.fixed_point import Inadmissible
 from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
-from attnphase.theory.prox import choose_kernel, prox
+from attnphase.theory.prox import prox
 
 
 @dataclass
@@ -104,24 +104,14 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
     other averages of the same integrand (e.g. derivatives with respect to an overlap by a score identity).
 
     warm: minimisers (n, L, r) of an evaluation at nearby overlaps on the same points.  Then only Newton from
-    them runs (no own starts): a cheap approximation that misses basin switches, for a solver's
+    them runs (prox's warm path): a cheap approximation that misses basin switches, for a solver's
     speculative steps (fixed_point.chord's `cheap`), never for a reported number."""
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
     T = target_attention(hstar, setting.omega, setting.A_array)
     V = 0.5 * (o.V + o.V.T)
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
-    if warm is None:
-        sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied)
-    elif choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "l2r1":
-        from attnphase.theory.prox.l2r1 import prox_l2r1_warm
-
-        sol = prox_l2r1_warm(w, T, Vinv, setting.sigma**2, np.asarray(warm))
-    else:
-        from attnphase.theory.prox.general import prox_general
-
-        sol = prox_general(w, T, Vinv, setting.sigma**2, np.asarray(warm)[:, None], own=False,
-                           untied=setting.untied)
+    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied, warm=warm)
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
     else:
