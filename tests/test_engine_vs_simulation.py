@@ -161,6 +161,72 @@ def sim_record(setting: Setting, init: str, seed: int, d: int = D, alpha: float 
             "q": s["q"], "m": s["m"], "theta": s["theta"], "grad_rms": float(grms)}
 
 
+class _ConstrainedRisk:
+    """R(Q(u)) on the affine set {Q: C^T Q = C^T Q0} with Q(u) = Q0 + P u, P the projector onto the orthogonal
+    complement of C's columns; the gradient is P grad R.  Same interface as EmpiricalRisk for
+    simulation.training.train (d, z, value_and_grad)."""
+
+    def __init__(self, risk, Q0, B) -> None:  # noqa: ANN001
+        self.risk, self.Q0, self.B = risk, Q0, B
+        self.d, self.z = risk.d, risk.z
+
+    def project(self, u):  # noqa: ANN001, ANN201
+        return u - self.B @ (self.B.T @ u)
+
+    def Q(self, u):  # noqa: ANN001, ANN201
+        return self.Q0 + self.project(u)
+
+    def value_and_grad(self, u):  # noqa: ANN001, ANN201
+        R, g = self.risk.value_and_grad(self.Q(u))
+        return R, self.project(g)
+
+
+def constrained_sim_record(setting: Setting, t: float, seed: int, d: int = D, alpha: float = ALPHA,
+                           start: str = "teacher", problem=None) -> dict[str, float]:  # noqa: ANN001
+    """The training loss minimised over Q with theta = (t, 0) and m = 0 held exactly (rank-1 student,
+    whitened teacher: :func:`whitened_problem`), by lbfgs on Q = Q0 + P u (Q0 the least-norm point of the affine
+    set, P the projector onto the complement of the teacher's columns and the positional codes).  With m = 0 the
+    attention does not see the positional codes, and the loss minimised is the content loss (output S x, no
+    positional term): the quantity the theory's energy is compared with (content_losses).
+
+    start: "teacher" (u = 0: Q along the teacher's first column only), "random" (u with iid entries of
+    variance 0.7, i.e. q ~ sigma^2 0.7 ~ the semantic branch's q), or an array (d, 1) (projected)."""
+    import torch
+
+    from attnphase.simulation.measure import overlaps
+    from attnphase.simulation.model import EmpiricalRisk
+    from attnphase.simulation.training import train
+
+    torch.set_num_threads(1)
+    if setting.r != 1:
+        raise ValueError("constrained_sim_record: rank-1 student only")
+    pb = problem if problem is not None else whitened_problem(setting, d, alpha, seed)
+    s2 = setting.sigma**2
+    C = torch.cat([pb.Q_star, pb.p.T], dim=1)  # (d, r* + L)
+    c = torch.zeros(C.shape[1], 1, dtype=C.dtype)
+    c[0, 0] = d * t / s2  # theta = sigma^2 Q^T Q*_1 / d = t; Q^T Q*_2 = 0; p Q = 0
+    U, S, _ = torch.linalg.svd(C, full_matrices=False)
+    B = U[:, S > 1e-10 * S.max()]
+    Q0 = torch.linalg.pinv(C.T) @ c  # the least-norm solution of C^T Q0 = c
+    risk = _ConstrainedRisk(EmpiricalRisk(pb.train, torch.zeros_like(pb.p), setting.lam), Q0, B)
+    if isinstance(start, str) and start == "teacher":
+        u0 = torch.zeros(d, 1, dtype=C.dtype)
+    elif isinstance(start, str) and start == "random":
+        g = torch.Generator().manual_seed(10_000 + seed)
+        u0 = math.sqrt(0.7) * torch.randn(d, 1, generator=g, dtype=C.dtype)
+    else:
+        u0 = torch.as_tensor(np.asarray(start, dtype=float)).reshape(d, 1).to(C.dtype)
+    u, log = train(risk, risk.project(u0), "lbfgs")
+    Q = risk.Q(u)
+    ov = overlaps(Q, pb.Q_star, setting.sigma, pb.p)
+    with torch.no_grad():
+        R = float(risk.risk(Q)) / d
+    train_c, test_c = content_losses(setting, d, alpha, seed, Q.numpy(), problem=pb)
+    return {"t": t, "train_loss": R, "train_loss_check": train_c, "test_error": test_c,
+            "q": float(ov.q[0, 0]), "theta": ov.theta.ravel().tolist(), "m": float(np.abs(ov.m).max()),
+            "grad_rms": float(log.grad_rms), "Q": Q.numpy()}
+
+
 def compare(fp, sims: list[dict[str, float]], d: int = D) -> list[tuple]:  # noqa: ANN001
     """Rows (quantity, theory, sim mean, sim sem, ok)."""
     theory = {"train_loss": fp.train_loss, "test_error": fp.test_error, **fp.summary()}
