@@ -47,15 +47,15 @@ def map_tasks(func: Callable[[T], R], tasks: Sequence[T] | Iterable[T], workers:
               desc: str = "", unit: str = "task") -> list[R]:
     """[func(t) for t in tasks], in order; in ``workers`` spawned processes when workers > 1 and there is more
     than one task.  func and the tasks must be picklable (module-level functions, plain data)."""
-    from tqdm.auto import tqdm
+    from attnphase.progress import progress_bar
 
     workers = check_workers(workers)
     tasks = list(tasks)
     if workers == 1 or len(tasks) <= 1:
-        return [func(t) for t in tqdm(tasks, desc=desc, unit=unit, disable=not progress)]
+        return [func(t) for t in progress_bar(tasks, label=desc, unit=unit, enabled=progress)]
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=single_threaded) as pool:
-        return list(tqdm(pool.map(func, tasks), total=len(tasks), desc=desc, unit=unit, disable=not progress))
+        return list(progress_bar(pool.map(func, tasks), label=desc, total=len(tasks), unit=unit, enabled=progress))
 
 
 def pool(workers: int) -> ProcessPoolExecutor:

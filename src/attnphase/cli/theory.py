@@ -32,8 +32,16 @@ def _flat_row(d: dict) -> dict:
     return out
 
 
+def _curve(task: tuple) -> list:
+    """One branch's curve (module level: picklable for the process pool)."""
+    from attnphase import theory
+
+    setting, alphas, branch, precision, seed, multistart = task
+    return theory.solve_curve(setting, alphas, branch, precision, seed=seed, multistart=multistart)
+
+
 def _theory(args: argparse.Namespace) -> int:
-    from attnphase.theory import BRANCHES, global_minimum, solve_curve
+    from attnphase.theory import BRANCHES, global_minimum
     from attnphase.theory.state_evolution import check_theory_setting, get_precision
 
     get_precision(args.precision)
@@ -46,21 +54,16 @@ def _theory(args: argparse.Namespace) -> int:
                 for w in omegas]  # all checked before work
     table = not (args.json or args.csv)
     branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
-    from attnphase.progress import progress_bar
+    from attnphase.parallel import check_workers, map_tasks
 
+    check_workers(args.workers)
+    tasks = [(setting, alphas, b, args.precision, args.seed, args.multistart) for setting in settings for b in branches]
+    # One curve per (omega, branch): independent continuations, so one process each (the package's pool).
+    done = iter(map_tasks(_curve, tasks, workers=args.workers, progress=not args.no_progress,
+                          desc="theory (fixed points)", unit="curve"))
     records = []
-    bar = progress_bar(label="theory (fixed points)", total=len(omegas) * len(branches), unit="curve",
-                       enabled=not args.no_progress)
-    for setting in settings:
-        curves = {}
-        for b in branches:
-            try:
-                curves[b] = solve_curve(setting, alphas, b, args.precision, seed=args.seed,
-                                        multistart=args.multistart)
-            except BaseException:
-                bar.close()
-                raise
-            bar.update(1)
+    for _ in settings:
+        curves = {b: next(done) for b in branches}
         for i in range(len(alphas)):
             if args.branch == "global":
                 pts = {b: curves[b][i] for b in branches}
@@ -76,7 +79,6 @@ def _theory(args: argparse.Namespace) -> int:
                 records.append(d)
             else:
                 records.extend(_table_row(curves[b][i]) if table else curves[b][i].to_dict() for b in branches)
-    bar.close()
     if args.csv:
         records = [_flat_row(r) for r in records]
     emit(records, args, THEORY_COLUMNS if table else None)
@@ -115,6 +117,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(positional for r* > 1 or L > 2, free for r = 2) and keep the lowest train_loss")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
+    p.add_argument("--workers", type=int, default=2,
+                   help="processes over the curves (one per omega and branch; default 2, 1: in-process)")
     p.add_argument("--student", default="tied", choices=STUDENTS,
                    help="tied Q = K (default) or untied Q, K: the equations at field rank 2r with the bilinear scores; "
                         "q, m, theta are then the query-key overlaps (docs/untied.md)")
