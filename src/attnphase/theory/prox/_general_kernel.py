@@ -116,8 +116,8 @@ def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
-def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
-    """Hessian of F into H; S and G must hold the softmax and dl/dZ at h (from value and derivs)."""
+def _quadratic_hess(Vinv, L, r, H):
+    """H = the quadratic term's Hessian: Vinv in every token's diagonal block, zero elsewhere."""
     N = L * r
     for i in range(N):
         for j in range(N):
@@ -126,49 +126,65 @@ def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
         for al in range(r):
             for be in range(r):
                 H[a * r + al, a * r + be] += Vinv[al, be]
-        for b in range(L):
-            c = G[a, b] + G[b, a]
-            for al in range(r):
-                H[a * r + al, b * r + al] += c
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def _softmax_curvature(X, Y, S, T, sigma2, L, r, Pf, PX, H):
+    """Add sum_l D_l^T P^l D_l to H: the softmax loss's curvature through the scores, with
+    (D_l)_{k,(a,al)} = delta_la X_k,al + delta_ka Y_l,al (tied scores h h^T: X = Y = h as L x r; score form Bm:
+    X_k = Bm h_k, Y_l = Bm^T h_l) and P^l applied without forming it.  Pf (row 0) and PX (L x r) are workspaces."""
     for l in range(L):
-        # P^l = sigma2 [diag(a) - a s^T - s a^T + |s|^2 s s^T], a = s * v: applied without forming it.
         ebar = 0.0
         ss = 0.0
         for k in range(L):
             ebar += (S[l, k] - T[l, k]) * S[l, k]
             ss += S[l, k] * S[l, k]
+        # P^l = sigma2 [diag(c) - c s^T - s c^T + |s|^2 s s^T], c_k = s_k (2 s_k - t_k - ebar)
         for k in range(L):
-            P[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)  # a_k (row 0 of the workspace)
+            Pf[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)
         for al in range(r):
-            sh = 0.0
-            ah = 0.0
+            sx = 0.0
+            cx = 0.0
             for k in range(L):
-                sh += S[l, k] * h[k * r + al]
-                ah += P[0, k] * h[k * r + al]
+                sx += S[l, k] * X[k, al]
+                cx += Pf[0, k] * X[k, al]
             for b in range(L):
-                u[b, al] = sigma2 * (P[0, b] * (h[b * r + al] - sh) - S[l, b] * (ah - ss * sh))
+                PX[b, al] = sigma2 * (Pf[0, b] * (X[b, al] - sx) - S[l, b] * (cx - ss * sx))
         for al in range(r):
             for be in range(r):
-                hl_be = h[l * r + be]
                 acc = 0.0
                 for k in range(L):
-                    acc += h[k * r + al] * u[k, be]
+                    acc += X[k, al] * PX[k, be]
                 H[l * r + al, l * r + be] += acc
+                ylb = Y[l, be]
                 for b in range(L):
-                    c = u[b, al] * hl_be
+                    c = PX[b, al] * ylb
                     H[l * r + al, b * r + be] += c
                     H[b * r + be, l * r + al] += c
         for a in range(L):
             sa = S[l, a]
-            aa = P[0, a]
+            ca = Pf[0, a]
             for b in range(L):
-                pab = sigma2 * (ss * sa * S[l, b] - aa * S[l, b] - sa * P[0, b])
+                pab = sigma2 * (ss * sa * S[l, b] - ca * S[l, b] - sa * Pf[0, b])
                 if a == b:
-                    pab += sigma2 * aa
+                    pab += sigma2 * ca
                 for al in range(r):
-                    c = pab * h[l * r + al]
+                    c = pab * Y[l, al]
                     for be in range(r):
-                        H[a * r + al, b * r + be] += c * h[l * r + be]
+                        H[a * r + al, b * r + be] += c * Y[l, be]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FM)
+def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
+    """Hessian of F into H; S and G must hold the softmax and dl/dZ at h (from value and derivs)."""
+    _quadratic_hess(Vinv, L, r, H)
+    for a in range(L):
+        for b in range(L):
+            c = G[a, b] + G[b, a]
+            for al in range(r):
+                H[a * r + al, b * r + al] += c
+    hv = h.reshape((L, r))
+    _softmax_curvature(hv, hv, S, T, sigma2, L, r, P, u, H)
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
@@ -216,59 +232,15 @@ def hess_b(Vinv, sigma2, L, r, Bm, S, T, G, X, Y, PX, Pf, H):
 
     Hess = Vinv per token + [G_ab Bm_{al,be} + G_ba Bm_{be,al}] + sum_l D_l^T P^l D_l with
     (D_l)_{k,(a,al)} = delta_la X_k,al + delta_ka Y_l,al (the tied hess with X = Y = h, Bm = I)."""
-    N = L * r
-    for i in range(N):
-        for j in range(N):
-            H[i, j] = 0.0
+    _quadratic_hess(Vinv, L, r, H)
     for a in range(L):
-        for al in range(r):
-            for be in range(r):
-                H[a * r + al, a * r + be] += Vinv[al, be]
         for b in range(L):
             gab = G[a, b]
             gba = G[b, a]
             for al in range(r):
                 for be in range(r):
                     H[a * r + al, b * r + be] += gab * Bm[al, be] + gba * Bm[be, al]
-    for l in range(L):
-        ebar = 0.0
-        ss = 0.0
-        for k in range(L):
-            ebar += (S[l, k] - T[l, k]) * S[l, k]
-            ss += S[l, k] * S[l, k]
-        # P^l = sigma2 [diag(c) - c s^T - s c^T + |s|^2 s s^T], c_k = s_k (2 s_k - t_k - ebar)
-        for k in range(L):
-            Pf[0, k] = S[l, k] * (2.0 * S[l, k] - T[l, k] - ebar)
-        for al in range(r):
-            sx = 0.0
-            cx = 0.0
-            for k in range(L):
-                sx += S[l, k] * X[k, al]
-                cx += Pf[0, k] * X[k, al]
-            for b in range(L):
-                PX[b, al] = sigma2 * (Pf[0, b] * (X[b, al] - sx) - S[l, b] * (cx - ss * sx))
-        for al in range(r):
-            for be in range(r):
-                acc = 0.0
-                for k in range(L):
-                    acc += X[k, al] * PX[k, be]
-                H[l * r + al, l * r + be] += acc
-                ylb = Y[l, be]
-                for b in range(L):
-                    c = PX[b, al] * ylb
-                    H[l * r + al, b * r + be] += c
-                    H[b * r + be, l * r + al] += c
-        for a in range(L):
-            sa = S[l, a]
-            ca = Pf[0, a]
-            for b in range(L):
-                pab = sigma2 * (ss * sa * S[l, b] - ca * S[l, b] - sa * Pf[0, b])
-                if a == b:
-                    pab += sigma2 * ca
-                for al in range(r):
-                    c = pab * Y[l, al]
-                    for be in range(r):
-                        H[a * r + al, b * r + be] += c * Y[l, be]
+    _softmax_curvature(X, Y, S, T, sigma2, L, r, Pf, PX, H)
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FM)
