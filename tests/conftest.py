@@ -96,3 +96,16 @@ def assert_gradient_matches_autograd_and_finite_differences(risk, W) -> None:  #
             e[idx] = eps
             fd[idx] = (risk(W + e) - risk(W - e)) / (2 * eps)
     np.testing.assert_allclose(g.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def capture_figures(monkeypatch, module) -> list:  # noqa: ANN001 - pytest's MonkeyPatch, a plotting module
+    """Every figure the module saves, appended to the returned list (the figure is still written)."""
+    figs: list = []
+    original = module.save_figure
+
+    def save(fig, out):  # noqa: ANN001, ANN202
+        figs.append(fig)
+        return original(fig, out)
+
+    monkeypatch.setattr(module, "save_figure", save)
+    return figs

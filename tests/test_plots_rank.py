@@ -33,20 +33,10 @@ def synthetic_records() -> dict:
     return {"setting": {"omega": 0.3}, "d": 100, "theory": theory, "simulation": sims, "test_error_linear": 0.002}
 
 
-def _figure(monkeypatch: pytest.MonkeyPatch) -> list:
-    figs: list = []
-    original = plots_rank.save_figure
-
-    def save(fig, out):
-        figs.append(fig)
-        return original(fig, out)
-
-    monkeypatch.setattr(plots_rank, "save_figure", save)
-    return figs
-
-
 def test_artists_sit_at_the_records_values(tmp_path, monkeypatch):
-    figs = _figure(monkeypatch)
+    from conftest import capture_figures
+
+    figs = capture_figures(monkeypatch, plots_rank)
     rec = synthetic_records()
     paths = plots_rank.plot_rank_test_error(rec, tmp_path / "rank2", omega=0.3, d=100, test_error_linear=0.002)
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)

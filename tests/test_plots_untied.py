@@ -40,14 +40,9 @@ def synthetic_records() -> dict:
 
 
 def test_artists_sit_at_the_records_values(tmp_path, monkeypatch):
-    figs: list = []
-    original = plots_untied.save_figure
+    from conftest import capture_figures
 
-    def save(fig, out):
-        figs.append(fig)
-        return original(fig, out)
-
-    monkeypatch.setattr(plots_untied, "save_figure", save)
+    figs = capture_figures(monkeypatch, plots_untied)
     paths = plots_untied.plot_untied(synthetic_records(), tmp_path / "untied", omega=0.3, d=100)
     assert [p.suffix for p in paths] == [".png", ".pdf"]
     axes = figs[0].axes
