@@ -100,18 +100,26 @@ def _newton_point(h1, h2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
 
 
 BIG_TOKEN = 1.0  # |w_l| from which token l gets a start of its own (as in prox/_general_starts.py)
+MAX_MINIMA = 6  # distinct local minimisers recorded per point: at most one per own start
+_SAME = 1e-6  # two Newton end points closer than this (max norm, relative to 1 + |h|) are one minimiser
 
 
 @numba.njit(cache=True, parallel=True)
-def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, only_given=False):
-    """Global minimiser from the starts: the loss zeros +-z, w, and at large |w| the midpoint / per-token ones.
-    only_given: Newton from (z1, z2) alone (e.g. a nearby evaluation's minimisers): a local minimiser, for a
-    solver's speculative steps only."""
+def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, given, gcount):
+    """Global minimiser from the own starts (the loss zeros +-z, w, and at large |w| the midpoint / per-token
+    ones), or, where gcount is non-empty, from the given starts given[i, :gcount[i]] (shape (n, K, 2)) only (the
+    local minimisers of an evaluation at nearby parameters: Newton continues each of them).
+
+    Returns the best point's (h1, h2, value, grad_norm) and the distinct Newton end points (n, MAX_MINIMA, 2)
+    with their number per point (NaN beyond it), which a nearby evaluation can continue."""
     n = w1.shape[0]
+    own = gcount.shape[0] == 0
     out_h1 = np.empty(n)
     out_h2 = np.empty(n)
     out_val = np.empty(n)
     out_gn = np.empty(n)
+    mins = np.full((n, MAX_MINIMA, 2), np.nan)
+    count = np.zeros(n, dtype=np.int64)
     inv_v = 1.0 / V
     for i in numba.prange(n):
         best_v = math.inf
@@ -119,8 +127,11 @@ def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, only_given=Fa
         sg = 1.0 if z1[i] * w1[i] + z2[i] * w2[i] >= 0.0 else -1.0
         m1 = 0.5 * (w1[i] + sg * z1[i])
         m2 = 0.5 * (w2[i] + sg * z2[i])
-        for k in range(1 if only_given else 6):
-            if k == 0:
+        n_starts = 6 if own else min(gcount[i], given.shape[1])
+        for k in range(n_starts):
+            if not own:
+                s1, s2 = given[i, k, 0], given[i, k, 1]
+            elif k == 0:
                 s1, s2 = z1[i], z2[i]
             elif k == 1:
                 s1, s2 = -z1[i], -z2[i]
@@ -146,9 +157,17 @@ def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, only_given=Fa
             h1, h2, v, g = _newton_point(s1, s2, w1[i], w2[i], t1[i], t2[i], inv_v, sigma2, gtol, max_iter)
             if v < best_v:
                 best_v, bh1, bh2, bg = v, h1, h2, g
+            seen = False
+            for j in range(count[i]):
+                if max(abs(mins[i, j, 0] - h1), abs(mins[i, j, 1] - h2)) <= _SAME * (1.0 + abs(h1) + abs(h2)):
+                    seen = True
+                    break
+            if not seen:
+                mins[i, count[i], 0] = h1
+                mins[i, count[i], 1] = h2
+                count[i] += 1
         out_h1[i] = bh1
         out_h2[i] = bh2
         out_val[i] = best_v
         out_gn[i] = bg
-    return out_h1, out_h2, out_val, out_gn
-
+    return out_h1, out_h2, out_val, out_gn, mins, count

@@ -28,7 +28,7 @@ from attnphase.setting import Setting
 from attnphase.theory.attention import target_attention
 from attnphase.theory.fixed_point import Inadmissible
 from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
-from attnphase.theory.prox import prox
+from attnphase.theory.prox import LocalMinima, prox
 
 
 @dataclass
@@ -38,6 +38,7 @@ class ChannelOutput:
     prox_failures: int  # points whose Newton did not reach the gradient tolerance
     n_points: int
     h: np.ndarray | None = None  # the minimisers (n, L, r): warm starts for a nearby evaluation
+    minima: LocalMinima | None = None  # every local minimiser found (kernels that record them): see prox.prox
 
 
 def points_dim(setting: Setting) -> int:
@@ -97,7 +98,7 @@ def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 
 def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, kernel: str = "auto",
-                warm: np.ndarray | None = None) -> tuple[np.ndarray, Any, dict]:
+                warm: np.ndarray | None = None, minima: LocalMinima | None = None) -> tuple[np.ndarray, Any, dict]:
     """The channel's integrand at each point: f_l = V^{-1} (hhat_l - omega_l), shape (n, L, r), with the
     proximal solution (h, value, converged) and the field matrices of :func:`fields` (xi, eta, q^{1/2}, ...).
     Every hat overlap is an average of f against the points (update_hatoverlaps); exposed for code that needs
@@ -105,13 +106,16 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
 
     warm: minimisers (n, L, r) of an evaluation at nearby overlaps on the same points.  Then only Newton from
     them runs (prox's warm path): a cheap approximation that misses basin switches, for a solver's
-    speculative steps (fixed_point.chord's `cheap`), never for a reported number."""
+    speculative steps (fixed_point.chord's `cheap`), never for a reported number.
+
+    minima: the local minimisers of an evaluation at nearby overlaps on the same points (ChannelOutput.minima);
+    every one is continued by Newton and the lowest kept (prox's minima path), instead of the own starts."""
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
     T = target_attention(hstar, setting.omega, setting.A_array)
     V = 0.5 * (o.V + o.V.T)
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
-    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied, warm=warm)
+    sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied, warm=warm, minima=minima)
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
     else:
@@ -121,12 +125,12 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
 
 def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, points: np.ndarray,
                        branch: str | Branch = Branch.free, *, kernel: str = "auto",
-                       warm: np.ndarray | None = None) -> ChannelOutput:
-    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)); warm: see
+                       warm: np.ndarray | None = None, minima: LocalMinima | None = None) -> ChannelOutput:
+    """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)); warm, minima: see
     :func:`pointwise_f`."""
     b = as_branch(branch)
     o = overlaps
-    f, sol, mats = pointwise_f(setting, o, points, kernel=kernel, warm=warm)
+    f, sol, mats = pointwise_f(setting, o, points, kernel=kernel, warm=warm, minima=minima)
     n = f.shape[0]
     xi, eta = mats["xi"], mats["eta"]
     qhat = alpha * _outer_mean(f, f)
@@ -138,4 +142,4 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
     Vhat = -alpha * _outer_mean(f, xi) @ mats["qis"] + thetahat @ o.theta.T @ mats["qis"] @ mats["qis"]
     hats = Layout.for_setting(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
     return ChannelOutput(hats=hats, moreau=float(np.mean(sol.value)), prox_failures=int(np.sum(~sol.converged)),
-                         n_points=n, h=sol.h)
+                         n_points=n, h=sol.h, minima=getattr(sol, "minima", None))

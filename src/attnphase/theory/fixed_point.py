@@ -184,7 +184,8 @@ def newton_matrix(J: np.ndarray) -> np.ndarray | None:
 
 def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter: int = 8,
           admissible: Predicate = _true, scale: Scale | None = None, accept: float = 0.0,
-          cheap: Callable[[np.ndarray], np.ndarray] | None = None, cheap_iter: int = 6) -> SolverResult | None:
+          cheap: Callable[[np.ndarray], np.ndarray] | None = None, cheap_iter: int = 6,
+          secant_min: float = 0.0) -> SolverResult | None:
     """Newton on G(x) - x with a frozen Jacobian from a nearby problem.  When the residual stops falling (with the
     best residual at most `accept`, or twice) or after max_iter evaluations: the best iterate if its residual is
     at most `accept` (with a warning: the map's resolution, as in :func:`anderson`), else None.
@@ -193,18 +194,26 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
     same map with every inner minimisation warm-started from the last exact one).  After each exact evaluation,
     up to cheap_iter chord steps use G~ until its residual is below tol or stops falling; the next exact
     evaluation checks the result, so only G decides convergence and the returned point.  nit counts exact
-    evaluations; extra["cheap"] the cheap ones."""
+    evaluations; extra["cheap"] the cheap ones.
+
+    secant_min > 0: after an exact step of scaled size (max |dx| / scale) above secant_min, a Broyden update
+    of the matrix from that step's secant.  Smaller steps would fit the map's graininess (its jumps when
+    integration points switch basin), not its slope."""
     x = np.array(x0, dtype=float)
     prev = np.inf
     n_cheap = 0
     stalls = 0
     best: tuple = (np.inf, None, None, 0)
+    last: tuple | None = None  # (x, r) of the previous exact evaluation
     for it in range(1, max_iter + 1):
         try:
             gx, aux = _evaluate(fmap, x)
         except Inadmissible:
             return None
         r, res = relative_residual(x, gx, scale)
+        if secant_min > 0 and last is not None:
+            matrix = _secant_update(matrix, x - last[0], r - last[1], (scale or default_scale)(x), secant_min)
+        last = (x.copy(), r.copy())
         if res < tol:
             return SolverResult(gx, Status.ok, (), it, res, "", aux, {"cheap": n_cheap})
         if res < best[0]:
@@ -250,6 +259,19 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
                 break
             x = xn
     return _chord_best(best, accept, max_iter, n_cheap)
+
+
+def _secant_update(matrix: np.ndarray, dx: np.ndarray, dr: np.ndarray, sizes: np.ndarray,
+                   secant_min: float) -> np.ndarray:
+    """Broyden's ("bad") update of M ~ (I - J)^{-1} so that M dr = -dx, weighted by 1 / sizes^2; unchanged for a
+    step below secant_min (scaled)."""
+    if float(np.max(np.abs(dx) / sizes, initial=0.0)) <= secant_min:
+        return matrix
+    sw = 1.0 / sizes**2
+    den = float(np.sum(dr * dr * sw))
+    if not den > 0:
+        return matrix
+    return matrix + np.outer(-dx - matrix @ dr, dr * sw) / den
 
 
 def _chord_best(best: tuple, accept: float, nit: int, n_cheap: int) -> SolverResult | None:

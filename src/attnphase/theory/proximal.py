@@ -34,6 +34,8 @@ class ProxSolution:
     value: np.ndarray  # the Moreau envelope min_h F(h)
     grad_norm: np.ndarray
     converged: np.ndarray  # per point: gradient below tolerance
+    minima: np.ndarray | None = None  # (n, MAX_MINIMA, 2) distinct Newton end points (NaN-padded), numba backend
+    n_minima: np.ndarray | None = None  # (n,) how many
 
 
 def objective(h1, h2, w1, w2, t1, t2, V: float, sigma2: float) -> np.ndarray:
@@ -130,10 +132,12 @@ def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = 1e-9, back
     t1 = np.ascontiguousarray(t1, dtype=float)
     t2 = np.ascontiguousarray(t2, dtype=float)
     z1, z2 = loss_zeros(t1, t2, w1, w2)
+    mins = (None, None)
     if backend == "numba":
         from attnphase.theory._prox_kernel import prox_kernel
 
-        h1, h2, val, gn = prox_kernel(w1, w2, t1, t2, z1, z2, float(V), float(sigma2), float(gtol), 60)
+        h1, h2, val, gn, *mins = prox_kernel(w1, w2, t1, t2, z1, z2, float(V), float(sigma2), float(gtol), 60,
+                                             *_NO_GIVEN)
     elif backend == "numpy":
         best = None
         # The compiled kernel's starts: the zeros, w, and at large |w| the midpoint and the per-token ones.
@@ -153,4 +157,23 @@ def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = 1e-9, back
         h1, h2, val, gn = best
     else:
         raise ValueError(f"backend must be 'numba' or 'numpy', got {backend!r}")
-    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=gn < max(gtol * 100, 1e-8))
+    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=gn < max(gtol * 100, 1e-8),
+                        minima=mins[0], n_minima=mins[1])
+
+
+# prox_kernel's "no given starts" (own starts): empty arrays of the types it is compiled for.
+_NO_GIVEN = (np.empty((0, 1, 2)), np.empty(0, dtype=np.int64))
+
+
+def continue_minima(w1, w2, t1, t2, V: float, sigma2: float, minima: np.ndarray, n_minima: np.ndarray,
+                    gtol: float = 1e-9) -> ProxSolution:
+    """Newton from each given local minimiser (minima (n, K, 2), the first n_minima per point) and the lowest
+    end point: the continuation of an evaluation at nearby (w, t, V) on the same points."""
+    from attnphase.theory._prox_kernel import prox_kernel
+
+    c = np.ascontiguousarray
+    w1, w2, t1, t2 = (c(a, dtype=float) for a in (w1, w2, t1, t2))
+    h1, h2, val, gn, mins, cnt = prox_kernel(w1, w2, t1, t2, w1, w2, float(V), float(sigma2), float(gtol), 60,
+                                             c(minima, dtype=float), c(n_minima, dtype=np.int64))
+    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=gn < max(gtol * 100, 1e-8),
+                        minima=mins, n_minima=cnt)

@@ -57,9 +57,18 @@ PRECISIONS = {
 }
 
 JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
+SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix (see fixed_point.chord)
 _COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
 
 DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
+
+# Largest move (max over coordinates of |x - anchor| / scale) at which BranchMap continues the local minimisers
+# of its last full evaluation instead of running the prox's own starts.  Measured on the study's map
+# (benchmarks/continued_evaluations.py, 4 fixed points x 12 random moves x 2^15 points): at moves of 1e-3 no
+# point's minimiser differed from the full evaluation's; at 3e-3 one point in 1.6 million (a basin that appeared
+# near w between the two parameters), which moved the image by 4e-5 relative, one point's jump (the map's own
+# resolution, 1/n = 3e-5) and 25x below the error target; at 1e-2, 8 points and up to 2e-4.
+CONTINUE_RADIUS = 3e-3
 
 
 def get_precision(precision: str | Precision) -> Precision:
@@ -142,6 +151,10 @@ class BranchMap:
         # updates misled the chord: 232 exact evaluations for 12 scramblings against 82 without.
         self.warmable = choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "general"
         self._warm: np.ndarray | None = None
+        # The last full (own-starts) evaluation's point and the local minimisers it found, for continuation.
+        self._anchor: np.ndarray | None = None
+        self._minima = None
+        self.evaluations = {"full": 0, "continued": 0}
         if points.shape[0] != points_dim(setting):
             raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
 
@@ -152,13 +165,34 @@ class BranchMap:
         return self.layout.unpack(x)
 
     def step(self, x: np.ndarray) -> tuple[np.ndarray, ChannelOutput]:
+        """The image of x and the channel output.  Within CONTINUE_RADIUS of the last full evaluation (kernels that
+        record their local minima: the two-token one), each point's prox continues the minimisers that evaluation
+        found (prox's minima path, 4x less CPU) instead of running its own starts.  Both kinds count as exact
+        evaluations: they differ at a rate far below one point per evaluation (see CONTINUE_RADIUS).  Reproducible:
+        which kind runs depends only on the sequence of x this map was given."""
+        x = np.asarray(x, dtype=float)
         o = self.layout.unpack(x)
-        out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
+        if self._near_anchor(x):
+            out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel,
+                                     minima=self._minima)
+            self.evaluations["continued"] += 1
+        else:
+            out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
+            self.evaluations["full"] += 1
+            if out.minima is not None:
+                self._anchor, self._minima = x.copy(), out.minima
         if self.warmable:
             self._warm = out.h
-        return self._image(out), out
+        return self.image(out), out
 
-    def _image(self, out: ChannelOutput) -> np.ndarray:
+    def _near_anchor(self, x: np.ndarray) -> bool:
+        if self._anchor is None or self._anchor.shape != x.shape:
+            return False
+        move = np.abs(x - self._anchor) / self.layout.scale(self._anchor)
+        return bool(np.max(move, initial=0.0) <= CONTINUE_RADIUS)
+
+    def image(self, out: ChannelOutput) -> np.ndarray:
+        """The packed overlaps the prior side gives for a channel output (the map's second half)."""
         new = update_overlaps(self.setting, out.hats)
         if self.gauge:
             new = canonical_gauge(new, untied=self.setting.untied)
@@ -175,7 +209,7 @@ class BranchMap:
             return self(x)
         out = update_hatoverlaps(self.setting, self.alpha, self.layout.unpack(x), self.points, self.branch,
                                  kernel=self.kernel, warm=self._warm)
-        return self._image(out)
+        return self.image(out)
 
     # -- predicates for the generic solver
     def admissible(self, x: np.ndarray) -> bool:
@@ -374,9 +408,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     message = ""
     warnings: list[str] = []
     # Continuation: the previous alpha's Jacobian is close enough for chord steps here too.
-    nm = init._extra.get("newton_matrix") if isinstance(init, FixedPoint) and init.branch == branch else None
+    hint = init._extra if isinstance(init, FixedPoint) and init.branch == branch else {}
+    nm = hint.get("newton_matrix")
     if nm is not None and nm.shape != (layout.size, layout.size):
         nm = None
+    xs: list[np.ndarray] = []  # this solve's fixed point per scrambling
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
         x, nm, n_coarse = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
         iters += n_coarse
@@ -387,10 +423,22 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                 rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
         bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
+        x = _replica_start(rep, x, xs, hint if nm is not None else {}, alpha, bm)
         sol: SolverResult | None = None
         if nm is not None:
             sol = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale,
-                        accept=prec.accept, cheap=bm.cheap if bm.warmable else None)
+                        accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN)
+            if sol is None:
+                # The frozen Jacobian was too far off (near a branch end the map's slowest eigenvalue approaches
+                # 1 and moves fast with alpha and the scrambling): once more with a fresh one here, which costs
+                # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
+                fresh = _fresh_newton_matrix(bm, x)
+                if fresh is not None:
+                    sol = chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible,
+                                scale=bm.layout.scale, accept=prec.accept, cheap=bm.cheap if bm.warmable else None)
+                    iters += layout.size + 1
+                    if sol is not None:
+                        nm = fresh
         by_chord = sol is not None
         if sol is None:
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
@@ -414,6 +462,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             break
         failures += sol.aux.prox_failures
         x = sol.x.copy()
+        xs.append(x)
         o = bm.unpack(sol.x)
         try:
             energy = -(prior_energy(setting, o, sol.aux.hats) - alpha * sol.aux.moreau)
@@ -467,8 +516,48 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         precision=prec.name, setting=setting.to_dict(),
     )
     if nm is not None and status == Status.ok:
-        fp._extra["newton_matrix"] = nm  # not serialised: a solver hint for continuation
+        # Not serialised: solver hints for continuation (the Jacobian, and each scrambling's fixed point: the
+        # same points at the next alpha give a fixed point displaced from their mean in nearly the same way).
+        fp._extra.update(newton_matrix=nm, replica_x=xs, alpha=alpha,
+                         predecessor=(hint["alpha"], hint["replica_x"][0]) if "replica_x" in hint else None)
     return fp
+
+
+def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> np.ndarray | None:
+    try:
+        J, _ = jacobian(bm.step, x, JACOBIAN_STEP, bm.layout.scale)
+    except Inadmissible:
+        return None
+    return newton_matrix(J)
+
+
+def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: dict, alpha: float,
+                   bm: BranchMap) -> np.ndarray:
+    """Where scrambling `rep` starts.  The fixed points of different scramblings differ by the integration error
+    (1e-3 relative), those of one scrambling at neighbouring alphas by the branch's smooth change (the points are
+    the same), so: scrambling 0 from its own fixed point at the previous alpha, extrapolated linearly through the
+    one before (at most twice their spacing ahead); scrambling k from scrambling 0's fixed point here plus k's
+    offset from 0 at the previous alpha; without a previous alpha, from the mean of the scramblings solved so
+    far.  The start only matters for speed: within CONTINUE_RADIUS of it BranchMap's evaluations are cheap."""
+    prev_xs = hint.get("replica_x")
+    if prev_xs is not None and (prev_xs[0].shape != x.shape or hint.get("newton_matrix") is None):
+        prev_xs = None
+    if prev_xs is not None and rep == 0:
+        x_p, a_p = prev_xs[0], hint["alpha"]
+        if hint.get("predecessor") is not None:
+            a_pp, x_pp = hint["predecessor"]
+            step = (alpha - a_p) / (a_p - a_pp) if a_p != a_pp else np.inf
+            cand = x_p + step * (x_p - x_pp)
+            if 0 < abs(step) <= 2 and bm.admissible(cand) and not bm.collapsed(cand):
+                return cand
+        return x_p.copy()
+    if prev_xs is not None and rep < len(prev_xs) and xs:
+        cand = xs[0] + (prev_xs[rep] - prev_xs[0])
+        if bm.admissible(cand):
+            return cand
+    if xs:
+        return np.mean(xs, axis=0)
+    return x
 
 
 def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.theory.proximal import solve_prox
+from attnphase.theory.prox import LocalMinima
+from attnphase.theory.proximal import ProxSolution, continue_minima, solve_prox
 
 
 @dataclass
@@ -21,6 +22,15 @@ class L2R1Result:
     value: np.ndarray
     converged: np.ndarray
     grad_norm: np.ndarray
+    minima: LocalMinima | None = None  # the distinct local minimisers the Newton runs ended at
+
+
+def _result(sol: ProxSolution) -> L2R1Result:
+    h = np.stack([sol.h1, sol.h2], axis=1)[:, :, None]
+    minima = None
+    if sol.n_minima is not None:
+        minima = LocalMinima(h=sol.minima[:, :, :, None], count=sol.n_minima)
+    return L2R1Result(h=h, value=sol.value, converged=sol.converged, grad_norm=sol.grad_norm, minima=minima)
 
 
 def prox_l2r1(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
@@ -28,22 +38,26 @@ def prox_l2r1(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, sta
     if w.shape[1:] != (2, 1):
         raise ValueError(f"prox_l2r1 needs L = 2, r = 1, got w of shape {w.shape}")
     V = 1.0 / float(np.asarray(Vinv).reshape(-1)[0])
-    sol = solve_prox(w[:, 0, 0], w[:, 1, 0], T[:, 0, 0], T[:, 1, 1], V, sigma2, gtol=gtol)
-    h = np.stack([sol.h1, sol.h2], axis=1)[:, :, None]
-    return L2R1Result(h=h, value=sol.value, converged=sol.converged, grad_norm=sol.grad_norm)
+    return _result(solve_prox(w[:, 0, 0], w[:, 1, 0], T[:, 0, 0], T[:, 1, 1], V, sigma2, gtol=gtol))
+
+
+def prox_l2r1_continue(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, minima: LocalMinima,
+                       *, gtol: float = 1e-9) -> L2R1Result:
+    """Newton from each of the given local minimisers (those of an evaluation at nearby (w, T, V) on the same
+    points), the lowest end point kept: see prox.prox's ``minima``."""
+    if w.shape[1:] != (2, 1) or minima.h.shape[0] != w.shape[0] or minima.h.shape[2:] != (2, 1):
+        raise ValueError(f"prox_l2r1_continue needs w (n, 2, 1) and minima (n, K, 2, 1), got {w.shape}, "
+                         f"{minima.h.shape}")
+    V = 1.0 / float(np.asarray(Vinv).reshape(-1)[0])
+    return _result(continue_minima(w[:, 0, 0], w[:, 1, 0], T[:, 0, 0], T[:, 1, 1], V, sigma2, minima.h[:, :, :, 0],
+                                   minima.count, gtol=gtol))
 
 
 def prox_l2r1_warm(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, warm: np.ndarray,
                    *, gtol: float = 1e-9) -> L2R1Result:
     """Newton from the given minimisers (n, 2, 1) of a nearby evaluation only: ~4x cheaper than prox_l2r1 and
     blind to basin switches, so for a solver's speculative steps, never for a reported number."""
-    from attnphase.theory._prox_kernel import prox_kernel
-
     if w.shape[1:] != (2, 1) or np.shape(warm) != w.shape:
         raise ValueError(f"prox_l2r1_warm needs w and warm of shape (n, 2, 1), got {w.shape}, {np.shape(warm)}")
-    V = 1.0 / float(np.asarray(Vinv).reshape(-1)[0])
-    c = np.ascontiguousarray
-    h1, h2, val, gn = prox_kernel(c(w[:, 0, 0]), c(w[:, 1, 0]), c(T[:, 0, 0]), c(T[:, 1, 1]), c(warm[:, 0, 0]),
-                                  c(warm[:, 1, 0]), V, float(sigma2), float(gtol), 60, True)
-    return L2R1Result(h=np.stack([h1, h2], axis=1)[:, :, None], value=val, converged=gn < max(gtol * 100, 1e-8),
-                      grad_norm=gn)
+    one = LocalMinima(h=np.asarray(warm, dtype=float)[:, None], count=np.ones(w.shape[0], dtype=np.int64))
+    return prox_l2r1_continue(w, T, Vinv, sigma2, one, gtol=gtol)

@@ -69,7 +69,7 @@ def prox_reference(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float
 
         cands = [wi[0], -wi[0]]
         if starts is not None:
-            cands.extend(starts[i])
+            cands.extend(s for s in starts[i] if np.all(np.isfinite(s)))
         scale = max(1.0, float(np.abs(wi).max()))
         cands.extend(rng.normal(0.0, 1.5, (n_random // 2, L, r)))
         cands.extend(rng.normal(0.0, scale, (n_random - n_random // 2, L, r)))

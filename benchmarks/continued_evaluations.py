@@ -1,0 +1,111 @@
+"""Continued evaluations of the fixed-point map: how far from a full evaluation they stay exact, and what they save.
+
+    python benchmarks/continued_evaluations.py [--log2n 15] [--omega 0.3]
+        per study fixed point (positional, semantic, at several alphas) and per move of the overlaps: the points
+        whose continued prox (Newton from every local minimiser of the full evaluation at the anchor) differs from
+        the full one (own starts) at the moved overlaps, the largest relative difference of the map's image, and
+        the prox times (CPU seconds, one thread);
+    python benchmarks/continued_evaluations.py --curve
+        the omega curve of `attnphase theory --alpha 0.1:2:20 --branch all` solved in this process: per branch
+        the seconds, full and continued evaluations at full resolution, and the scramblings.
+
+Prints tables.  The moves are in the map's own scaled coordinates (|dx_j| / scale_j, state_evolution.BranchMap),
+random signs per coordinate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numba
+import numpy as np
+
+from attnphase.setting import Setting
+from attnphase.theory import state_evolution as se
+from attnphase.theory.channel import update_hatoverlaps
+
+MOVES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+POINTS = (("positional", 0.5), ("positional", 1.5), ("semantic", 0.9), ("semantic", 1.8))
+
+
+def _cpu(fn, *args, **kwargs):
+    c0 = time.process_time()
+    out = fn(*args, **kwargs)
+    return out, time.process_time() - c0
+
+
+def exactness(omega: float, log2n: int, draws: int) -> None:
+    s = Setting(omega=omega)
+    prec = se.Precision("bench", log2n, 1, 3e-5)
+    print(f"omega {omega}, 2^{log2n} points, {draws} random directions per move")
+    print(f"{'branch':>10} {'alpha':>5} {'move':>7} {'differ':>7} {'max rel diff':>12} {'full s':>7} {'cont s':>7}")
+    for branch, alpha in POINTS:
+        fp = se.solve(s, alpha, branch, "fast")
+        pts = se.integration_points(s, prec, 0)
+        anchor_map = se.branch_map(s, alpha, branch, pts)
+        x0 = anchor_map.pack(fp.overlaps)
+        minima = anchor_map.step(x0)[1].minima  # a full evaluation records the local minima
+        rng = np.random.default_rng(0)
+        for move in MOVES:
+            differ, worst, t_full, t_cont = 0, 0.0, 0.0, 0.0
+            for _ in range(draws):
+                x = x0 + move * rng.choice([-1.0, 1.0], x0.size) * anchor_map.layout.scale(x0)
+                o = anchor_map.unpack(x)
+                cont, tc = _cpu(update_hatoverlaps, s, alpha, o, pts, branch, minima=minima)
+                full, tf = _cpu(update_hatoverlaps, s, alpha, o, pts, branch)
+                differ += int(np.sum(np.abs(cont.h - full.h).max(axis=(1, 2)) > 1e-6))
+                gc, gf = anchor_map.image(cont), anchor_map.image(full)
+                worst = max(worst, float(np.max(np.abs(gc - gf) / anchor_map.layout.scale(gf))))
+                t_full += tf
+                t_cont += tc
+            print(f"{branch:>10} {alpha:>5} {move:>7.0e} {differ:>7d} {worst:>12.1e} {t_full / draws:>7.3f} "
+                  f"{t_cont / draws:>7.3f}")
+
+
+def curve(omega: float) -> None:
+    s = Setting(omega=omega)
+    counts = {"full": 0, "continued": 0}
+    step = se.BranchMap.step
+
+    def counted(self, x):
+        before = dict(self.evaluations)
+        out = step(self, x)
+        if self.points.shape[1] == 2 ** se.PRECISIONS["default"].log2_points:
+            for k in counts:
+                counts[k] += self.evaluations[k] - before[k]
+        return out
+
+    se.BranchMap.step = counted
+    se.solve_curve(s, [1.0], "positional", "fast")  # compile outside the timings
+    alphas = np.linspace(0.1, 2.0, 20)
+    print(f"omega {omega}, alphas 0.1:2:20, default precision, one process, numba threads {numba.get_num_threads()}")
+    print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'continued':>9} {'scramblings':>11} {'valid':>5}")
+    for branch in ("positional", "semantic", "agnostic"):
+        for k in counts:
+            counts[k] = 0
+        t0 = time.perf_counter()
+        pts = se.solve_curve(s, alphas, branch, "default")
+        dt = time.perf_counter() - t0
+        print(f"{branch:>10} {dt:>8.1f} {counts['full']:>5d} {counts['continued']:>9d} "
+              f"{sum(p.n_replicas for p in pts):>11d} {sum(p.valid for p in pts):>5d}")
+    se.BranchMap.step = step
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--omega", type=float, default=0.3)
+    ap.add_argument("--log2n", type=int, default=15)
+    ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--curve", action="store_true")
+    ap.add_argument("--threads", type=int, default=1, help="numba threads (default 1: CPU seconds per thread)")
+    a = ap.parse_args()
+    numba.set_num_threads(a.threads)
+    if a.curve:
+        curve(a.omega)
+    else:
+        exactness(a.omega, a.log2n, a.draws)
+
+
+if __name__ == "__main__":
+    main()

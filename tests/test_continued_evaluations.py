@@ -1,0 +1,146 @@
+"""Continued evaluations of the fixed-point map (Newton from every local minimiser of a nearby full evaluation),
+the chord's secant updates and the curve's per-scrambling starts: each against the plain, full computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.setting import Setting
+from attnphase.theory import state_evolution as se
+from attnphase.theory.fixed_point import Status, _secant_update, chord, newton_matrix
+from attnphase.theory.prox import LocalMinima, prox
+from attnphase.theory.prox._general_draws import draw_problem
+from attnphase.theory.prox.general import objective
+from attnphase.theory.quadrature import gaussian_sobol
+
+
+def _minima_values(p, minima: LocalMinima) -> np.ndarray:
+    """F at every recorded minimiser (inf beyond each point's count), by the plain numpy objective."""
+    n, K = minima.h.shape[:2]
+    vals = np.full((n, K), np.inf)
+    for k in range(K):
+        ok = k < minima.count
+        vals[ok, k] = objective(minima.h[ok, k], p.w[ok], p.T[ok], p.Vinv, p.sigma2)
+    return vals
+
+
+def test_two_token_kernel_records_its_distinct_local_minima():
+    p = draw_problem(2, 1, 4096, seed=5)
+    full = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="l2r1")
+    mins = full.minima
+    assert mins.h.shape == (4096, 6, 2, 1)
+    assert np.all(mins.count >= 1) and np.all(mins.count <= 6)
+    assert np.any(mins.count >= 2)  # the mirror basins
+    # NaN exactly beyond the count; the recorded points are distinct
+    for k in range(6):
+        assert np.all(np.isfinite(mins.h[:, k]).all(axis=(1, 2)) == (k < mins.count))
+    two = mins.count >= 2
+    assert np.all(np.abs(mins.h[two, 0] - mins.h[two, 1]).max(axis=(1, 2)) > 1e-6)
+    # the returned minimiser is the lowest recorded one (values by the independent numpy objective)
+    vals = _minima_values(p, mins)
+    np.testing.assert_allclose(vals.min(axis=1), full.value, rtol=1e-12, atol=1e-14)
+    # continuing them at the same problem changes nothing
+    same = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="l2r1", minima=mins)
+    # (Newton stops at |grad| < 1e-9 where the curvature is ~1 / V: h to ~3e-8)
+    np.testing.assert_allclose(same.h, full.h, atol=1e-7)
+    np.testing.assert_allclose(same.value, full.value, atol=1e-13)
+
+
+def test_other_kernels_continue_the_same_minima():
+    p = draw_problem(2, 1, 2048, seed=6)
+    mins = prox(p.w, p.T, p.Vinv, p.sigma2, kernel="l2r1").minima
+    moved = draw_problem(2, 1, 2048, seed=6)
+    w2 = moved.w * 1.002
+    l2 = prox(w2, p.T, p.Vinv, p.sigma2, kernel="l2r1", minima=mins)
+    gen = prox(w2, p.T, p.Vinv, p.sigma2, kernel="general", minima=mins)  # NaN rows are skipped starts
+    assert np.mean(np.abs(gen.value - l2.value) < 1e-9) > 0.99
+    ref = prox(w2[:12], p.T[:12], p.Vinv, p.sigma2, kernel="reference",
+               minima=LocalMinima(mins.h[:12], mins.count[:12]))
+    assert np.all(ref.value <= l2.value[:12] + 1e-9)  # the reference adds its own and random starts
+    with pytest.raises(ValueError, match="minima"):
+        prox(w2, p.T, p.Vinv, p.sigma2, minima=LocalMinima(mins.h[:10], mins.count[:10]))
+    with pytest.raises(ValueError, match="warm or minima"):
+        prox(w2, p.T, p.Vinv, p.sigma2, warm=p.w, minima=mins)
+
+
+@pytest.mark.parametrize(("branch", "alpha"), [("positional", 0.5), ("semantic", 1.5)])
+def test_continued_map_is_the_full_map_near_its_anchor(branch, alpha):
+    s = Setting(omega=0.3)
+    fp = se.solve(s, alpha, branch, "fast")
+    pts = gaussian_sobol(14, 4, 3)
+    bm = se.branch_map(s, alpha, branch, pts)
+    x0 = bm.pack(fp.overlaps)
+    bm.step(x0)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x = x0 + 2e-3 * rng.choice([-1.0, 1.0], x0.size) * bm.layout.scale(x0)
+        got = bm(x)
+        want = se.branch_map(s, alpha, branch, pts)(x)  # a fresh map: a full evaluation (own starts)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert bm.evaluations == {"full": 1, "continued": 3}
+    # beyond the radius it evaluates in full again (and re-anchors there)
+    far = x0 * (1 + 3 * se.CONTINUE_RADIUS)
+    np.testing.assert_allclose(bm(far), se.branch_map(s, alpha, branch, pts)(far), rtol=1e-12)
+    assert bm.evaluations == {"full": 2, "continued": 3}
+
+
+def test_continuing_a_single_minimum_is_not_enough():
+    """Why every local minimiser is continued: from the global one alone (prox's warm path), points whose
+    global minimiser switches basin are wrong, and at a move of the overlaps of 3e-2 the map's image is off by
+    far more than the solver's tolerance; continuing all of them stays within it."""
+    s = Setting(omega=0.3)
+    fp = se.solve(s, 0.5, "positional", "fast")
+    pts = gaussian_sobol(14, 4, 3)
+    bm = se.branch_map(s, 0.5, "positional", pts)
+    x0 = bm.pack(fp.overlaps)
+    _, out0 = bm.step(x0)
+    x = x0 * (1 + 3e-2)
+    o = bm.unpack(x)
+    full = bm.image(se.update_hatoverlaps(s, 0.5, o, pts, "positional"))
+    one = bm.image(se.update_hatoverlaps(s, 0.5, o, pts, "positional", warm=out0.h))
+    every = bm.image(se.update_hatoverlaps(s, 0.5, o, pts, "positional", minima=out0.minima))
+    scale = bm.layout.scale(full)
+    assert np.max(np.abs(one - full) / scale) > 10 * np.max(np.abs(every - full) / scale)
+
+
+def test_secant_update_satisfies_the_secant_condition_and_skips_small_steps():
+    rng = np.random.default_rng(0)
+    M = np.eye(3) + 0.1 * rng.normal(size=(3, 3))
+    dx, dr = rng.normal(size=3), rng.normal(size=3)
+    sizes = np.array([1.0, 2.0, 0.5])
+    M2 = _secant_update(M, dx, dr, sizes, 1e-2)
+    np.testing.assert_allclose(M2 @ dr, -dx, atol=1e-12)
+    assert _secant_update(M, 1e-3 * sizes, dr, sizes, 1e-2) is M
+
+
+def test_chord_with_secant_updates_needs_fewer_evaluations_from_a_poor_matrix():
+    A = np.array([[0.6, 0.2], [0.1, 0.85]])
+    b = np.array([1.0, 0.5])
+    x_star = np.linalg.solve(np.eye(2) - A, b)
+    poor = newton_matrix(A + np.array([[0.25, 0.0], [0.0, -0.4]]))
+
+    def fmap(x):
+        return A @ x + b, None
+
+    plain = chord(fmap, np.zeros(2), tol=1e-10, matrix=poor, max_iter=40)
+    secant = chord(fmap, np.zeros(2), tol=1e-10, matrix=poor, max_iter=40, secant_min=1e-6)
+    assert secant is not None and secant.status == Status.ok
+    np.testing.assert_allclose(secant.x, x_star, rtol=1e-9)
+    assert plain is None or secant.nit < plain.nit
+
+
+def test_curve_continuation_agrees_with_a_standalone_solve():
+    """The curve's starts (each scrambling from its own fixed point at the previous alpha) change where the
+    solver starts, not the fixed points: the last point of a short curve against a solve from the default start."""
+    s = Setting(omega=0.3)
+    curve = se.solve_curve(s, [1.3, 1.4, 1.5], "positional", "default")
+    alone = se.solve(s, 1.5, "positional", "default")
+    assert curve[-1].valid and alone.valid
+    for key, value in (("m", lambda p: p.overlaps.m[0, 0]), ("q", lambda p: p.overlaps.q[0, 0]),
+                       ("train_loss", lambda p: p.train_loss)):
+        # the same scramblings, each solved to a relative residual of 3e-5 (one more scrambling where the error
+        # target is met only just): within one standard error
+        err = max(curve[-1].errors[key], alone.errors[key])
+        print(key, value(curve[-1]), value(alone), err)
+        assert abs(value(curve[-1]) - value(alone)) < err, key
