@@ -144,3 +144,22 @@ def test_curve_continuation_agrees_with_a_standalone_solve():
         err = max(curve[-1].errors[key], alone.errors[key])
         print(key, value(curve[-1]), value(alone), err)
         assert abs(value(curve[-1]) - value(alone)) < err, key
+
+
+def test_theory_cli_gives_the_same_numbers_with_one_or_two_workers(capsys):
+    """Reproducible: in-process (BLAS threads) and in single-threaded workers, every number but the seconds is
+    the same to the last bit."""
+    import json
+
+    from attnphase.cli import main
+
+    runs = []
+    for workers in ("1", "2"):
+        assert main(["theory", "--alpha", "1.0,1.5", "--branch", "all", "--precision", "fast", "--json", "--quiet",
+                     "--workers", workers]) in (0, None)
+        records = json.loads(capsys.readouterr().out)
+        for rec in records:
+            rec.pop("seconds")
+        runs.append(records)
+    assert len(runs[0]) == 6
+    assert runs[0] == runs[1]

@@ -32,7 +32,9 @@ def _te_2d(n: int, setting: Setting, o: Overlaps) -> float:
     hs1 = (theta / sq) * z[0] + c * z[2]
     hs2 = (theta / sq) * z[1] + c * z[3]
     t1, t2 = target_diagonal(hs1, hs2, setting.omega, setting.A_array)
-    return float(np.dot(w, attention_loss_2d(h1, h2, t1, t2, setting.sigma**2)))
+    # numpy's pairwise sum, not BLAS's dot: the same bits whatever the thread count (--workers 1 runs with BLAS
+    # threads, the workers with one), measured to differ in the 16th digit otherwise.
+    return float(np.sum(w * attention_loss_2d(h1, h2, t1, t2, setting.sigma**2)))
 
 
 def _te_qmc(setting: Setting, o: Overlaps, rep: int) -> float:
