@@ -163,3 +163,29 @@ def test_theory_cli_gives_the_same_numbers_with_one_or_two_workers(capsys):
         runs.append(records)
     assert len(runs[0]) == 6
     assert runs[0] == runs[1]
+
+
+def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_failed(monkeypatch):
+    from types import SimpleNamespace
+
+    calls = []
+    # alpha -> (valid from the neighbour, first scrambling converged)
+    plan = {1.0: (True, True), 1.1: (False, True), 1.2: (False, False)}
+
+    def fake_solve(setting, a, branch, precision, init=None, **kw):
+        calls.append((a, init is None))
+        valid, first_ok = plan[a]
+        if init is None and a != 1.0:
+            valid, first_ok = True, True  # the retry
+        return SimpleNamespace(valid=valid, _extra={"first_scrambling_ok": first_ok})
+
+    monkeypatch.setattr(se, "solve", fake_solve)
+    se.solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    # 1.1: invalid but its first scrambling converged from 1.0's point: no retry; 1.2 follows 1.1, which is
+    # invalid, so it starts from the default; nothing to retry
+    assert calls == [(1.0, True), (1.1, False), (1.2, True)]
+    calls.clear()
+    plan[1.1] = (False, False)
+    se.solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    # 1.1 failed in its first scrambling: retried (valid); 1.2 then follows it, fails the same way, is retried
+    assert calls == [(1.0, True), (1.1, False), (1.1, True), (1.2, False), (1.2, True)]
