@@ -77,7 +77,7 @@ def part_optimizers(args: argparse.Namespace) -> None:
 
 def part_process(args: argparse.Namespace) -> None:
     base = [sys.executable, "-m", "attnphase", "simulate", "--d", str(args.process_d), "--alpha",
-            str(args.process_alpha), "--device", "cpu", "--json"]
+            str(args.process_alpha), "--device", args.process_device, "--json"]
     rows = []
     for k in range(args.repeat):
         for opt in ("lbfgs", "gd"):
@@ -90,6 +90,7 @@ def part_process(args: argparse.Namespace) -> None:
         return min(r[key] for r in rows if r["optimizer"] == opt)
 
     print(f"\n[process] attnphase simulate --d {args.process_d} --alpha {args.process_alpha} "
+          f"--device {args.process_device} "
           f"(default n_test 10000); best of {args.repeat}; imports alone: {wall_imp:.1f} s wall, {cpu_imp:.1f} s cpu")
     print(format_table(rows, list(rows[0])))
     print(f"gd / lbfgs whole process: {best('gd', 'wall_s') / best('lbfgs', 'wall_s'):.1f}x wall, "
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     ap.add_argument("--process-d", type=int, default=1000)
     ap.add_argument("--process-alpha", type=float, default=2.0)
+    ap.add_argument("--process-device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--basins-d", type=int, default=500)
     ap.add_argument("--basins-starts", type=int, default=4, help="starts per alpha (2 alphas)")
