@@ -3,9 +3,10 @@
 The physics (prior.update_overlaps, channel.update_hatoverlaps) meets the generic solver
 (fixed_point.anderson / chord) through :class:`BranchMap`, the raw map of one branch on its flat free
 coordinates.  Integration error is measured, not assumed: the fixed point is solved independently for R
-scramblings of the Sobol points (the first by damped + Anderson iteration, the others by a frozen-Jacobian
-Newton from the first one's solution); every reported number is the mean over the R solutions and its error
-estimate the standard error of that mean.
+scramblings of the Sobol points (the first by damped + Anderson iteration, or along a curve from its own fixed
+point at the previous alpha; the others by a frozen-Jacobian Newton from near the first one's solution, see
+_replica_start); every reported number is the mean over the R solutions and its error estimate the standard
+error of that mean.
 """
 
 from __future__ import annotations
