@@ -189,3 +189,26 @@ def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_fa
     se.solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
     # 1.1 failed in its first scrambling: retried (valid); 1.2 then follows it, fails the same way, is retried
     assert calls == [(1.0, True), (1.1, False), (1.1, True), (1.2, False), (1.2, True)]
+
+
+def test_fine_jacobian_uses_continued_steps_and_agrees_with_the_wider_difference():
+    from attnphase.theory.fixed_point import jacobian
+
+    s = Setting(omega=0.3)
+    fp = se.solve(s, 1.5, "semantic", "fast")
+    pts = gaussian_sobol(15, 4, 2)
+    bm = se.branch_map(s, 1.5, "semantic", pts)
+    x0 = bm.pack(fp.overlaps)
+    assert bm.jacobian_step == se.JACOBIAN_STEP  # not known to record minima before its first evaluation
+    bm.step(x0)
+    assert bm.jacobian_step < se.CONTINUE_RADIUS
+    J_fine, _ = jacobian(bm.step, x0, bm.jacobian_step, bm.layout.scale)
+    assert bm.evaluations == {"full": 1, "continued": 1 + x0.size}
+    wide = se.branch_map(s, 1.5, "semantic", pts)
+    J_wide, _ = jacobian(wide.step, x0, se.JACOBIAN_STEP, wide.layout.scale)
+    # what the chord uses: (I - J)^-1; the two differences agree to a few per cent
+    A_fine, A_wide = np.linalg.inv(np.eye(x0.size) - J_fine), np.linalg.inv(np.eye(x0.size) - J_wide)
+    assert np.max(np.abs(A_fine - A_wide)) < 0.05 * np.max(np.abs(A_wide))
+    coarse = se.branch_map(s, 1.5, "semantic", gaussian_sobol(12, 4, 2))
+    coarse.step(x0)
+    assert coarse.jacobian_step == se.JACOBIAN_STEP

@@ -155,6 +155,7 @@ class BranchMap:
         # The last full (own-starts) evaluation's point and the local minimisers it found, for continuation.
         self._anchor: np.ndarray | None = None
         self._minima = None
+        self._records_minima = False  # known after the first full evaluation
         self.evaluations = {"full": 0, "continued": 0}
         if points.shape[0] != points_dim(setting):
             raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
@@ -182,9 +183,20 @@ class BranchMap:
             self.evaluations["full"] += 1
             if out.minima is not None:
                 self._anchor, self._minima = x.copy(), out.minima
+                self._records_minima = True
         if self.warmable:
             self._warm = out.h
         return self.image(out), out
+
+    @property
+    def jacobian_step(self) -> float:
+        """Finite-difference step (scaled) for this map's Jacobian.  JACOBIAN_STEP's 1e-2 keeps the difference
+        quotient above the map's graininess on 2^12 points; on 2^15 points or more, CONTINUE_RADIUS's 3e-3 has less
+        graininess noise (it scales as (n step)^(-1/2)) and makes the steps continued evaluations where the kernel
+        records its minima."""
+        if self._records_minima and self.points.shape[1] >= 2**15:
+            return 0.9 * CONTINUE_RADIUS  # (inside the radius despite rounding)
+        return JACOBIAN_STEP
 
     def _near_anchor(self, x: np.ndarray) -> bool:
         if self._anchor is None or self._anchor.shape != x.shape:
@@ -320,7 +332,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     if sol.status != Status.ok:
         return x, None, sol.nit
     try:
-        J, n_eval = jacobian(bm.step, sol.x, JACOBIAN_STEP, bm.layout.scale)
+        J, n_eval = jacobian(bm.step, sol.x, bm.jacobian_step, bm.layout.scale)
     except Inadmissible:
         return x, None, sol.nit
     return sol.x.copy(), newton_matrix(J), sol.nit + n_eval
@@ -451,7 +463,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             # The other scramblings' fixed points lie within the integration error of this one: a
             # frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
             try:
-                J, n_eval = jacobian(bm.step, sol.x, JACOBIAN_STEP, bm.layout.scale)
+                J, n_eval = jacobian(bm.step, sol.x, bm.jacobian_step, bm.layout.scale)
                 iters += n_eval
                 nm = newton_matrix(J)
             except Inadmissible:
@@ -530,7 +542,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
 
 def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> np.ndarray | None:
     try:
-        J, _ = jacobian(bm.step, x, JACOBIAN_STEP, bm.layout.scale)
+        J, _ = jacobian(bm.step, x, bm.jacobian_step, bm.layout.scale)
     except Inadmissible:
         return None
     return newton_matrix(J)
