@@ -60,6 +60,8 @@ def test_other_kernels_continue_the_same_minima():
     assert np.all(ref.value <= l2.value[:12] + 1e-9)  # the reference adds its own and random starts
     with pytest.raises(ValueError, match="minima"):
         prox(w2, p.T, p.Vinv, p.sigma2, minima=LocalMinima(mins.h[:10], mins.count[:10]))
+    with pytest.raises(ValueError, match="count"):
+        prox(w2, p.T, p.Vinv, p.sigma2, minima=LocalMinima(mins.h, np.zeros_like(mins.count)))
     with pytest.raises(ValueError, match="warm or minima"):
         prox(w2, p.T, p.Vinv, p.sigma2, warm=p.w, minima=mins)
 

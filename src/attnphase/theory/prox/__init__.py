@@ -95,6 +95,8 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
         if mh.ndim != 4 or mh.shape[0] != w.shape[0] or mh.shape[2:] != w.shape[1:] or np.shape(minima.count) != (
                 w.shape[0],):
             raise ValueError(f"prox: minima.h has shape {mh.shape} and count {np.shape(minima.count)}, w {w.shape}")
+        if w.shape[0] and not (np.min(minima.count) >= 1 and np.max(minima.count) <= mh.shape[1]):
+            raise ValueError(f"prox: minima.count must lie in [1, {mh.shape[1]}] at every point")
         if name == "l2r1":
             from attnphase.theory.prox.l2r1 import prox_l2r1_continue
 
