@@ -56,6 +56,7 @@ bench: install
 	$(BIN)/python benchmarks/theory.py
 	$(BIN)/python benchmarks/simulation.py
 	$(BIN)/python benchmarks/transition.py
+	$(BIN)/python benchmarks/continued_evaluations.py
 
 clean:
 	rm -rf $(VENV) results site .pytest_cache .ruff_cache

@@ -134,7 +134,8 @@ class BranchMap:
     ``bm.step(x)`` also returns the channel output (hat overlaps, Moreau envelope, prox diagnostics).  For
     r > 1 or r* > 1 the image is put in the canonical rotation gauge (overlaps.canonical_gauge), which removes
     the neutral directions of the exact rotation symmetry.  Raises fixed_point.Inadmissible where the map
-    cannot be evaluated.  Coordinate names: ``bm.layout.names()``.
+    cannot be evaluated.  Coordinate names: ``bm.layout.names()``.  Near its last full evaluation the map
+    continues that evaluation's local minimisers (see :meth:`step`); ``bm.evaluations`` counts both kinds.
     """
 
     def __init__(self, setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
