@@ -156,7 +156,6 @@ class BranchMap:
         # The last full (own-starts) evaluation's point and the local minimisers it found, for continuation.
         self._anchor: np.ndarray | None = None
         self._minima = None
-        self._records_minima = False  # known after the first full evaluation
         self.evaluations = {"full": 0, "continued": 0}
         if points.shape[0] != points_dim(setting):
             raise ValueError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
@@ -184,7 +183,6 @@ class BranchMap:
             self.evaluations["full"] += 1
             if out.minima is not None:
                 self._anchor, self._minima = x.copy(), out.minima
-                self._records_minima = True
         if self.warmable:
             self._warm = out.h
         return self.image(out), out
@@ -195,7 +193,7 @@ class BranchMap:
         quotient above the map's graininess on 2^12 points; on 2^15 points or more, CONTINUE_RADIUS's 3e-3 has less
         graininess noise (it scales as (n step)^(-1/2)) and makes the steps continued evaluations where the kernel
         records its minima."""
-        if self._records_minima and self.points.shape[1] >= 2**15:
+        if self._anchor is not None and self.points.shape[1] >= 2**15:  # (an anchor: the kernel records minima)
             return 0.9 * CONTINUE_RADIUS  # (inside the radius despite rounding)
         return JACOBIAN_STEP
 
@@ -332,11 +330,10 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
     if sol.status != Status.ok:
         return x, None, sol.nit
-    try:
-        J, n_eval = jacobian(bm.step, sol.x, bm.jacobian_step, bm.layout.scale)
-    except Inadmissible:
+    nm, n_eval = _fresh_newton_matrix(bm, sol.x)
+    if not n_eval:
         return x, None, sol.nit
-    return sol.x.copy(), newton_matrix(J), sol.nit + n_eval
+    return sol.x.copy(), nm, sol.nit + n_eval
 
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
@@ -447,11 +444,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                 # The frozen Jacobian was too far off (near a branch end the map's slowest eigenvalue approaches
                 # 1 and moves fast with alpha and the scrambling): once more with a fresh one here, which costs
                 # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
-                fresh = _fresh_newton_matrix(bm, x)
+                fresh, n_eval = _fresh_newton_matrix(bm, x)
+                iters += n_eval
                 if fresh is not None:
                     sol = chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible,
                                 scale=bm.layout.scale, accept=prec.accept, cheap=bm.cheap if bm.warmable else None)
-                    iters += layout.size + 1
                     if sol is not None:
                         nm = fresh
         by_chord = sol is not None
@@ -463,12 +460,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
             # The other scramblings' fixed points lie within the integration error of this one: a
             # frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
-            try:
-                J, n_eval = jacobian(bm.step, sol.x, bm.jacobian_step, bm.layout.scale)
-                iters += n_eval
-                nm = newton_matrix(J)
-            except Inadmissible:
-                nm = None
+            nm, n_eval = _fresh_newton_matrix(bm, sol.x)
+            iters += n_eval
         residual = max(residual, sol.residual)
         if rep == 0:
             first_ok = sol.status == Status.ok
@@ -541,12 +534,14 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     return fp
 
 
-def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> np.ndarray | None:
+def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """(I - J)^{-1} at x by finite differences with the map's step (None where singular) and the map evaluations
+    spent; (None, 0) where a step leaves the admissible set."""
     try:
-        J, _ = jacobian(bm.step, x, bm.jacobian_step, bm.layout.scale)
+        J, n_eval = jacobian(bm.step, x, bm.jacobian_step, bm.layout.scale)
     except Inadmissible:
-        return None
-    return newton_matrix(J)
+        return None, 0
+    return newton_matrix(J), n_eval
 
 
 def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: dict, alpha: float,
