@@ -59,6 +59,7 @@ PRECISIONS = {
 
 JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
 SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix (see fixed_point.chord)
+_RESEED_LEVEL = 5.0  # order parameter / collapse threshold where a full solve restarts after a coarse collapse
 _COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
 
 DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
@@ -238,16 +239,32 @@ class BranchMap:
             return False
         return True
 
+    def _order(self, o: Overlaps) -> tuple[str, float, float] | None:
+        """(name, size, collapse threshold) of the branch's order parameter (None: the branch has none)."""
+        name = {Branch.semantic: "theta", Branch.positional: "m"}.get(self.branch)
+        if name is None:
+            return None
+        qmax = max(float(np.linalg.eigvalsh(o.q).max()), 0.0)
+        scale = np.sqrt(qmax * self.setting.rho) if name == "theta" else np.sqrt(qmax)
+        return name, summaries(o)[name], 1e-2 * scale
+
     def collapsed(self, x: np.ndarray) -> bool:
         """The branch's order parameter has decayed to ~0 (flowing to the agnostic point)."""
+        order = self._order(self.layout.unpack(x))
+        return order is not None and order[1] < order[2]
+
+    def with_order(self, x: np.ndarray, level: float) -> np.ndarray | None:
+        """x with the order parameter rescaled (same direction) to ``level`` times the collapse threshold; None
+        where it is zero or not finite, or the branch has none.  (Its summary is homogeneous of degree one.)"""
         o = self.layout.unpack(x)
-        s = summaries(o)
-        qmax = float(np.linalg.eigvalsh(o.q).max())
-        if self.branch == Branch.semantic:
-            return s["theta"] < 1e-2 * np.sqrt(max(qmax, 0.0) * self.setting.rho)
-        if self.branch == Branch.positional:
-            return s["m"] < 1e-2 * np.sqrt(max(qmax, 0.0))
-        return False
+        order = self._order(o)
+        if order is None or not (np.isfinite(order[1]) and order[1] > 0):
+            return None
+        name, size, threshold = order
+        c = level * threshold / size
+        o = Overlaps(q=o.q, m=c * o.m if name == "m" else o.m, V=o.V, theta=c * o.theta if name == "theta" else o.theta,
+                     untied=o.untied)
+        return self.layout.pack(o)
 
     def diverged(self, x: np.ndarray) -> bool:
         return bool(np.max(np.abs(x), initial=0.0) > DIVERGENCE)
@@ -261,10 +278,29 @@ def branch_map(setting: Setting, alpha: float, branch: str | Branch, points: np.
 
 
 def integration_points(setting: Setting, precision: str | Precision = "default", replica: int = 0,
-                       seed: int = 0) -> np.ndarray:
-    """The Sobol points solve() uses for one scrambling, shape (L (r + r*), 2^log2_points)."""
+                       seed: int = 0, branch: str | Branch | None = None) -> np.ndarray:
+    """The Sobol points solve() uses for one scrambling of a branch, shape (L (r + r*), 2^log2_points).
+
+    For the semantic branch, half of them are scrambled Sobol points and half their mirror images under
+    eta -> -eta (the teacher's coordinates).  That flip, with theta -> -theta, leaves the target attention
+    unchanged (it sees h* only through h* h*^T), so on mirrored points the map is exactly odd in theta and theta = 0
+    is an exact fixed point: below the branch's end theta decays geometrically to 0 instead of drifting on
+    the integration noise (which made the collapse verdict slow and noisy there), and the odd part of every
+    integrand cancels.  Each half is an unbiased scrambling, so the estimate stays unbiased; the even parts
+    (q, V, the losses) are averaged over half as many independent points."""
     prec = get_precision(precision)
-    return gaussian_sobol(prec.log2_points, points_dim(setting), 1000 * seed + replica)
+    return _branch_points(setting, prec.log2_points, 1000 * seed + replica, branch)
+
+
+def _branch_points(setting: Setting, log2_n: int, stream: int, branch: str | Branch | None) -> np.ndarray:
+    if branch is None or as_branch(branch) != Branch.semantic:
+        return gaussian_sobol(log2_n, points_dim(setting), stream)
+    z = gaussian_sobol(log2_n - 1, points_dim(setting), stream)
+    mirror = np.array(z)
+    mirror[setting.L * setting.field_rank:] *= -1.0  # the eta rows (channel.split_points)
+    out = np.hstack([z, mirror])
+    out.setflags(write=False)
+    return out
 
 
 def _target_met(summ: list[dict], energies: list[float], target: float, branch: Branch) -> bool:
@@ -316,24 +352,33 @@ def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> O
 
 
 def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
-                  kernel: str) -> tuple[np.ndarray, np.ndarray | None, int]:
+                  kernel: str) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
     damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
     coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
-    Returns (start, Newton matrix or None, map evaluations); the given start and None where the coarse solve
-    fails (the full-resolution path then decides from the original start, as without it)."""
-    pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
+    Returns (start, Newton matrix or None, map evaluations, reseeded); the given start and None where the coarse
+    solve fails (the full-resolution path then decides from the original start, as without it), except after a
+    collapse (reseeded: see below)."""
+    pts = _branch_points(setting, prec.coarse_log2, 1000 * seed + _COARSE_STREAM, b)
     bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
     # Its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's: a looser tolerance.
     scale = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2)
     sol = anderson(bm.step, x, tol=scale * prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
+    if sol.status == Status.collapsed:
+        # Far below a branch's end the coarse and the full iteration take the same path to the agnostic point
+        # (measured on the semantic branch at alpha 0.3: 16 evaluations each, iterates equal to 3 digits).  The
+        # full one starts where the coarse one arrived, with the order parameter put back to 5x the collapse
+        # threshold: it still carries it to zero (or away) by itself, so the verdict is the full map's.
+        reseeded = bm.with_order(sol.x, _RESEED_LEVEL)
+        if reseeded is not None:
+            return reseeded, None, sol.nit, True
     if sol.status != Status.ok:
-        return x, None, sol.nit
+        return x, None, sol.nit, False
     nm, n_eval = _fresh_newton_matrix(bm, sol.x)
     if not n_eval:
-        return x, None, sol.nit
-    return sol.x.copy(), nm, sol.nit + n_eval
+        return x, None, sol.nit, False
+    return sol.x.copy(), nm, sol.nit + n_eval, False
 
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
@@ -425,8 +470,9 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         nm = None
     xs: list[np.ndarray] = []  # this solve's fixed point per scrambling
     first_ok = False
+    reseeded = False
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
-        x, nm, n_coarse = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
+        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
         iters += n_coarse
     rep = -1
     while True:
@@ -434,7 +480,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if rep >= max(prec.replicas, prec.max_replicas) or (
                 rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
-        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
+        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed, b), kernel=kernel)
         x = _replica_start(rep, x, xs, hint if nm is not None else {}, alpha, bm)
         sol: SolverResult | None = None
         if nm is not None:
@@ -453,8 +499,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                         nm = fresh
         by_chord = sol is not None
         if sol is None:
+            # From a reseeded start only the order parameter is far (relative to its own small size); the damped
+            # far-phase steps would slow its decay (or growth) to 0.3 of the map's.
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
-                           collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
+                           collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
+                           far_steps=0 if reseeded and rep == 0 else 10)
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
