@@ -1,5 +1,6 @@
-"""The semantic branch's mirrored integration points (eta -> -eta) and the full-resolution restart after a coarse
-collapse (state_evolution.integration_points, BranchMap.with_order, _coarse_start)."""
+"""The mirrored integration points of the semantic (eta -> -eta) and positional (xi -> -xi) branches and the
+full-resolution restart after a coarse collapse (state_evolution.integration_points, BranchMap.with_order,
+_coarse_start)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ def test_semantic_points_are_mirror_pairs_and_the_others_unchanged():
     np.testing.assert_array_equal(z[:2, h:], z[:2, :h])  # xi unchanged
     np.testing.assert_array_equal(z[2:, h:], -z[2:, :h])  # eta mirrored
     np.testing.assert_array_equal(z[:, :h], gaussian_sobol(12, 4, 2))
-    for b in ("positional", "agnostic", None):
+    zp = se.integration_points(S, "fast", 2, 0, "positional")
+    np.testing.assert_array_equal(zp[:, :h], gaussian_sobol(12, 4, 2))
+    np.testing.assert_array_equal(zp[:2, h:], -zp[:2, :h])  # xi mirrored
+    np.testing.assert_array_equal(zp[2:, h:], zp[2:, :h])
+    for b in ("agnostic", "free", None):
         np.testing.assert_array_equal(se.integration_points(S, "fast", 2, 0, b), gaussian_sobol(13, 4, 2))
     # L = 3, r = 2: the eta rows are the last L r* = 3 of L (r + r*) = 9
     s3 = Setting(L=3, r=2, omega=0.3)
@@ -56,6 +61,28 @@ def test_semantic_map_is_exactly_odd_in_theta_on_mirrored_points():
     # ... which it is not on plain points (the integration noise gives it an image): the test can tell them apart
     plain = se.branch_map(S, 0.9, "semantic", gaussian_sobol(13, 4, 0))
     assert abs(plain(x0)[k]) > 1e-6
+
+
+def test_positional_map_is_exactly_odd_in_m_on_mirrored_points():
+    z = se.integration_points(S, "fast", 1, 0, "positional")
+    bm = se.branch_map(S, 0.9, "positional", z)
+    x = bm.pack(Overlaps(q=0.04, m=np.array([[0.24], [-0.24]]), V=17.0, theta=0.0))
+    k = [i for i, name in enumerate(bm.layout.names()) if name.startswith("m_coord")]
+    assert len(k) == 1
+    xm = x.copy()
+    xm[k] = -x[k]
+    g, gm = bm(x), bm(xm)
+    assert abs(g[k][0]) > 1e-2
+    np.testing.assert_allclose(gm[k], -g[k], rtol=1e-10)
+    others = [i for i in range(x.size) if i not in k]
+    np.testing.assert_allclose(gm[others], g[others], rtol=1e-10)
+    x0 = x.copy()
+    x0[k] = 0.0
+    # Zero to the prox's tolerance (not bitwise: a mirrored point's starts reach the same minimiser by other Newton
+    # paths, which end within gtol of each other)
+    assert abs(bm(x0)[k][0]) < 1e-9
+    plain = se.branch_map(S, 0.9, "positional", gaussian_sobol(13, 4, 1))
+    assert abs(plain(x0)[k][0]) > 1e-6
 
 
 def test_with_order_rescales_the_order_parameter_only():

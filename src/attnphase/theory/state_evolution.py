@@ -281,23 +281,28 @@ def integration_points(setting: Setting, precision: str | Precision = "default",
                        seed: int = 0, branch: str | Branch | None = None) -> np.ndarray:
     """The Sobol points solve() uses for one scrambling of a branch, shape (L (r + r*), 2^log2_points).
 
-    For the semantic branch, half of them are scrambled Sobol points and half their mirror images under
-    eta -> -eta (the teacher's coordinates).  That flip, with theta -> -theta, leaves the target attention
-    unchanged (it sees h* only through h* h*^T), so on mirrored points the map is exactly odd in theta and theta = 0
-    is an exact fixed point: below the branch's end theta decays geometrically to 0 instead of drifting on
-    the integration noise (which made the collapse verdict slow and noisy there), and the odd part of every
-    integrand cancels.  Each half is an unbiased scrambling, so the estimate stays unbiased; the even parts
-    (q, V, the losses) are averaged over half as many independent points."""
+    For the semantic and the positional branch, half of them are scrambled Sobol points and half their mirror
+    images under the branch's Z2: eta -> -eta (the teacher's coordinates) for semantic, xi -> -xi (the student's)
+    for positional.  With theta -> -theta, resp. m -> -m, that flip is a symmetry of the problem (the target
+    attention sees h* only through h* h*^T; the loss sees h only through h h^T, so the prox's minimiser turns
+    into its mirror), so on mirrored points the map is exactly odd in the branch's order parameter, which is 0 at
+    an exact fixed point: below a branch's end the order parameter decays geometrically to 0 instead of drifting
+    on the integration noise (which made the collapse verdict slow and noisy there), and the odd part of every
+    integrand cancels.  Each half is an unbiased scrambling, so the estimate stays unbiased.  Agnostic (and free)
+    points are plain."""
     prec = get_precision(precision)
     return _branch_points(setting, prec.log2_points, 1000 * seed + replica, branch)
 
 
 def _branch_points(setting: Setting, log2_n: int, stream: int, branch: str | Branch | None) -> np.ndarray:
-    if branch is None or as_branch(branch) != Branch.semantic:
+    if branch is None or as_branch(branch) not in (Branch.semantic, Branch.positional):
         return gaussian_sobol(log2_n, points_dim(setting), stream)
     z = gaussian_sobol(log2_n - 1, points_dim(setting), stream)
     mirror = np.array(z)
-    mirror[setting.L * setting.field_rank:] *= -1.0  # the eta rows (channel.split_points)
+    # Rows: xi first, then eta (channel.split_points).
+    rows = slice(setting.L * setting.field_rank, None) if as_branch(branch) == Branch.semantic else slice(
+        0, setting.L * setting.field_rank)
+    mirror[rows] *= -1.0
     out = np.hstack([z, mirror])
     out.setflags(write=False)
     return out
