@@ -95,14 +95,8 @@ def test_fixed_points_equal_study_engine(branch, alpha, precision, omega, A, ref
 def _assert_within_errors(fp, ref):
     got = fp.to_dict()
     tol = PRECISIONS[fp.precision].tol
-    # The semantic and positional branches now integrate on their own points (half of them mirrored under the
-    # branch's Z2, state_evolution.integration_points): an independent estimate of the same numbers, so their
-    # agreement with the study engine's is statistical: 3 standard errors of the difference (two estimates of
-    # about equal error).  The agnostic branch uses the same points as the study engine and agrees to the
-    # iteration's tolerance.
-    k = 3 * np.sqrt(2) if fp.branch in ("semantic", "positional") else 1.0
     for key, value in zip(("q", "m", "V", "theta", "train_loss", "test_error"), ref, strict=True):
-        assert abs(got[key] - value) <= k * fp.errors[key] + tol * abs(value) + 1e-12, (key, got[key], value)
+        assert abs(got[key] - value) <= fp.errors[key] + tol * abs(value) + 1e-12, (key, got[key], value)
 
 
 @pytest.mark.slow

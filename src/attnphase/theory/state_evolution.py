@@ -278,34 +278,10 @@ def branch_map(setting: Setting, alpha: float, branch: str | Branch, points: np.
 
 
 def integration_points(setting: Setting, precision: str | Precision = "default", replica: int = 0,
-                       seed: int = 0, branch: str | Branch | None = None) -> np.ndarray:
-    """The Sobol points solve() uses for one scrambling of a branch, shape (L (r + r*), 2^log2_points).
-
-    For the semantic and the positional branch, half of them are scrambled Sobol points and half their mirror
-    images under the branch's Z2: eta -> -eta (the teacher's coordinates) for semantic, xi -> -xi (the student's)
-    for positional.  With theta -> -theta, resp. m -> -m, that flip is a symmetry of the problem (the target
-    attention sees h* only through h* h*^T; the loss sees h only through h h^T, so the prox's minimiser turns
-    into its mirror), so on mirrored points the map is exactly odd in the branch's order parameter, which is 0 at
-    an exact fixed point: below a branch's end the order parameter decays geometrically to 0 instead of drifting
-    on the integration noise (which made the collapse verdict slow and noisy there), and the odd part of every
-    integrand cancels.  Each half is an unbiased scrambling, so the estimate stays unbiased.  Agnostic (and free)
-    points are plain."""
+                       seed: int = 0) -> np.ndarray:
+    """The Sobol points solve() uses for one scrambling, shape (L (r + r*), 2^log2_points)."""
     prec = get_precision(precision)
-    return _branch_points(setting, prec.log2_points, 1000 * seed + replica, branch)
-
-
-def _branch_points(setting: Setting, log2_n: int, stream: int, branch: str | Branch | None) -> np.ndarray:
-    if branch is None or as_branch(branch) not in (Branch.semantic, Branch.positional):
-        return gaussian_sobol(log2_n, points_dim(setting), stream)
-    z = gaussian_sobol(log2_n - 1, points_dim(setting), stream)
-    mirror = np.array(z)
-    # Rows: xi first, then eta (channel.split_points).
-    rows = slice(setting.L * setting.field_rank, None) if as_branch(branch) == Branch.semantic else slice(
-        0, setting.L * setting.field_rank)
-    mirror[rows] *= -1.0
-    out = np.hstack([z, mirror])
-    out.setflags(write=False)
-    return out
+    return gaussian_sobol(prec.log2_points, points_dim(setting), 1000 * seed + replica)
 
 
 def _target_met(summ: list[dict], energies: list[float], target: float, branch: Branch) -> bool:
@@ -364,7 +340,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     Returns (start, Newton matrix or None, map evaluations, reseeded); the given start and None where the coarse
     solve fails (the full-resolution path then decides from the original start, as without it), except after a
     collapse (reseeded: see below)."""
-    pts = _branch_points(setting, prec.coarse_log2, 1000 * seed + _COARSE_STREAM, b)
+    pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
     bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
     # Its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's: a looser tolerance.
     scale = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2)
@@ -485,7 +461,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if rep >= max(prec.replicas, prec.max_replicas) or (
                 rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
-        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed, b), kernel=kernel)
+        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
         x = _replica_start(rep, x, xs, hint if nm is not None else {}, alpha, bm)
         sol: SolverResult | None = None
         if nm is not None:
