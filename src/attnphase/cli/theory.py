@@ -42,6 +42,7 @@ def _curve(task: tuple) -> list:
 
 def _theory(args: argparse.Namespace) -> int:
     from attnphase.theory import BRANCHES, global_minimum
+    from attnphase.theory.curves import curve_pieces
     from attnphase.theory.state_evolution import check_theory_setting, get_precision
 
     get_precision(args.precision)
@@ -57,13 +58,16 @@ def _theory(args: argparse.Namespace) -> int:
     from attnphase.parallel import check_workers, map_tasks
 
     check_workers(args.workers)
-    tasks = [(setting, alphas, b, args.precision, args.seed, args.multistart) for setting in settings for b in branches]
-    # One curve per (omega, branch): independent continuations, so one process each (the package's pool).
+    # One continuation per (omega, branch, piece of the alpha grid: theory.curve_pieces), one process each (the
+    # package's pool).
+    pieces = {b: curve_pieces(alphas, b) for b in branches}
+    tasks = [(setting, piece, b, args.precision, args.seed, args.multistart) for setting in settings for b in branches
+             for piece in pieces[b]]
     done = iter(map_tasks(_curve, tasks, workers=args.workers, progress=not args.no_progress,
                           desc="theory (fixed points)", unit="curve"))
     records = []
     for _ in settings:
-        curves = {b: next(done) for b in branches}
+        curves = {b: [fp for _ in pieces[b] for fp in next(done)] for b in branches}
         for i in range(len(alphas)):
             if args.branch == "global":
                 pts = {b: curves[b][i] for b in branches}
