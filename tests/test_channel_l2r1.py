@@ -38,14 +38,14 @@ def _pointwise(o: Overlaps, z: np.ndarray, b: Branch, minima: LocalMinima | None
 
 
 def _assert_same(new: channel.ChannelOutput, old: channel.ChannelOutput) -> None:
+    # The same arithmetic per point and the same reductions: bitwise equal where numba's exp, log are scipy's (libm's);
+    # the tolerances leave room for a numba that vectorises them otherwise.  A stale numba cache of the fused kernel
+    # (after an edit of _prox_kernel.py) fails here: see _channel_l2r1.py.
     for k in HATS:
-        # (the sums over points run in another order: round-off)
         np.testing.assert_allclose(getattr(new.hats, k), getattr(old.hats, k), rtol=1e-12, atol=1e-16, err_msg=k)
     assert new.moreau == pytest.approx(old.moreau, rel=1e-12)
     assert (new.prox_failures, new.n_points) == (old.prox_failures, old.n_points)
     assert new.h.shape == old.h.shape
-    # Per point the same arithmetic: the minimisers agree to round-off (bitwise where libm's exp, log agree).  A
-    # stale numba cache of the fused kernel (after an edit of _prox_kernel.py) fails here: see _channel_l2r1.py.
     np.testing.assert_allclose(new.h, old.h, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(new.minima.count, old.minima.count)
     np.testing.assert_allclose(new.minima.h, old.minima.h, rtol=1e-12, atol=1e-14)

@@ -5,8 +5,9 @@ per-point body best_of_starts it calls) and f_l = (hhat_l - omega_l) / V, in one
 The unfused path (channel.pointwise_f with the l2r1 prox) spends about as much CPU in numpy around the Newton
 kernel as in it; this kernel does the same arithmetic in the same order of operations, so its results equal
 that path's to round-off (bitwise where the libm calls agree; tests/test_channel_l2r1.py holds them together).
-It returns per-point terms only: the sums over points are left to numpy (pairwise, serial), so results do not
-depend on the number of threads.
+It returns per-point terms only, laid out as the pointwise path's arrays: the sums over points are left to numpy,
+the same reductions on the same numbers, so the hat overlaps equal that path's bitwise and do not depend on the
+number of threads (a prange reduction would).
 
 numba's cache does not see changes in functions imported from another file: after editing _prox_kernel.py,
 clear this module's cache (its __pycache__/_channel_l2r1.*.nbi/.nbc) or touch this file.
@@ -21,8 +22,8 @@ import numpy as np
 
 from attnphase.theory._prox_kernel import MAX_MINIMA, best_of_starts
 
-# Rows of channel_kernel's per-point terms (summed by the caller).
-FF, F1, F2, FXI, FETA, VALUE = range(6)
+# Rows of channel_kernel's per-point products (n, L) (summed by the caller).
+FF, FXI, FETA = range(3)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -63,14 +64,16 @@ def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol
     own starts (gcount empty) or the given minima (given (n, K, 2), the first gcount[i] per point).  V_prox is the
     V the unfused path's prox sees (1 / (1 / V)); f_l = (hhat_l - omega_l) / V.
 
-    Returns hhat (n, 2, 1), the distinct Newton end points (n, MAX_MINIMA, 2) and their count (n,), the per-point
-    terms (6, n) in the rows FF (f_1^2 + f_2^2), F1, F2 (f_l), FXI (f_1 xi_1 + f_2 xi_2), FETA (f_1 eta_1 + f_2
-    eta_2), VALUE (min_h F), and the gradient norm at hhat (n,)."""
+    Returns hhat (n, 2, 1), the distinct Newton end points (n, MAX_MINIMA, 2) and their count (n,), the products
+    (3, n, 2) f_l f_l (row FF), f_l xi_l (FXI), f_l eta_l (FETA), sum_i f_l (2,) (serial, in point order: numpy's
+    f.mean(axis=0) on (n, 2, 1) adds row by row), the value min_h F (n,) and the gradient norm at hhat (n,)."""
     n = z.shape[0]
     h = np.empty((n, 2, 1))
     mins = np.full((n, MAX_MINIMA, 2), np.nan)
     count = np.zeros(n, dtype=np.int64)
-    terms = np.empty((6, n))
+    prods = np.empty((3, n, 2))
+    f = np.empty((n, 2))
+    value = np.empty(n)
     grad = np.empty(n)
     inv_v = 1.0 / V_prox
     for i in numba.prange(n):
@@ -88,12 +91,19 @@ def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol
         f2 = (h2 - w2) / V
         h[i, 0, 0] = h1
         h[i, 1, 0] = h2
+        f[i, 0] = f1
+        f[i, 1] = f2
         count[i] = k
-        terms[FF, i] = f1 * f1 + f2 * f2
-        terms[F1, i] = f1
-        terms[F2, i] = f2
-        terms[FXI, i] = f1 * xi1 + f2 * xi2
-        terms[FETA, i] = f1 * eta1 + f2 * eta2
-        terms[VALUE, i] = v
+        prods[FF, i, 0] = f1 * f1
+        prods[FF, i, 1] = f2 * f2
+        prods[FXI, i, 0] = f1 * xi1
+        prods[FXI, i, 1] = f2 * xi2
+        prods[FETA, i, 0] = f1 * eta1
+        prods[FETA, i, 1] = f2 * eta2
+        value[i] = v
         grad[i] = g
-    return h, mins, count, terms, grad
+    f_sum = np.zeros(2)
+    for i in range(n):  # (serial: not a parfor)
+        f_sum[0] += f[i, 0]
+        f_sum[1] += f[i, 1]
+    return h, mins, count, prods, f_sum, value, grad
