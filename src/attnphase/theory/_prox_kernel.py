@@ -109,7 +109,8 @@ def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, giv
     """Point i's global minimiser (prox_kernel's starts; w1 ... z2 are point i's values), its distinct Newton end
     points written into mins[i] (row of shape (MAX_MINIMA, 2), NaN beforehand): (h1, h2, value, grad_norm, count).
     The per-point body of prox_kernel and of the fused channel kernel (theory/_channel_l2r1.py): one
-    implementation of the starts, the Newton runs and the bookkeeping of the minima."""
+    implementation of the starts, the Newton runs and the bookkeeping of the minima.  (numba's cache of that
+    module does not see edits here: see its docstring.)"""
     own = gcount.shape[0] == 0
     best_v = math.inf
     bh1 = bh2 = bg = 0.0
