@@ -19,7 +19,9 @@ has the scores h^Q h^K^T; nothing else changes (docs/untied.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,8 @@ from attnphase.setting import Setting
 from attnphase.theory.attention import target_attention
 from attnphase.theory.fixed_point import Inadmissible
 from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
-from attnphase.theory.prox import LocalMinima, prox
+from attnphase.theory.prox import LocalMinima, check_minima, choose_kernel, prox
+from attnphase.theory.proximal import GTOL, MAX_ITER, NO_GIVEN, converged
 
 
 @dataclass
@@ -69,13 +72,21 @@ def _sqrt_sym(M: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     return (vecs * s) @ vecs.T, (vecs / s) @ vecs.T
 
 
+def field_matrices(setting: Setting, o: Overlaps) -> dict:
+    """q^{1/2}, q^{-1/2}, c = (rho - theta^T q^{-1} theta)^{1/2} and c^{-1} (keys qs, qis, c, cinv); Inadmissible
+    where q or rho - theta^T q^{-1} theta is not positive definite."""
+    qs, qis = _sqrt_sym(o.q, "q")
+    resid = setting.rho_matrix - o.theta.T @ qis @ qis @ o.theta
+    c, cinv = _sqrt_sym(resid, "rho - theta^T q^{-1} theta")
+    return {"qs": qs, "qis": qis, "c": c, "cinv": cinv}
+
+
 def fields(setting: Setting, o: Overlaps, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
     """Student field means omega (n, L, r) and teacher fields h* (n, L, r*) at the points, plus the matrices."""
     L, r, rs = setting.L, setting.field_rank, setting.r_star
     xi, eta = split_points(z, L, r, rs)
-    qs, qis = _sqrt_sym(o.q, "q")
-    resid = setting.rho_matrix - o.theta.T @ qis @ qis @ o.theta
-    c, cinv = _sqrt_sym(resid, "rho - theta^T q^{-1} theta")
+    mats = field_matrices(setting, o)
+    qs, qis, c = mats["qs"], mats["qis"], mats["c"]
     if r == 1 and rs == 1:
         # Scalar arithmetic in the study's order of operations (so the general path reproduces it to round-off).
         sq = qs[0, 0]
@@ -84,7 +95,7 @@ def fields(setting: Setting, o: Overlaps, z: np.ndarray) -> tuple[np.ndarray, np
     else:
         w = np.einsum("nla,ab->nlb", xi, qs) + o.m[None]
         hstar = np.einsum("nla,ab->nlb", xi, qis @ o.theta) + np.einsum("nlb,bc->nlc", eta, c)
-    return w, hstar, {"xi": xi, "eta": eta, "qs": qs, "qis": qis, "c": c, "cinv": cinv}
+    return w, hstar, {"xi": xi, "eta": eta, **mats}
 
 
 def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -93,8 +104,13 @@ def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
     100x slower (35 ms for one dot product of 65536 numbers)."""
     n = f.shape[0]
     if f.shape[2] == 1 and g.shape[2] == 1:
-        return np.array([[float(np.sum(f * g))]]) / n
+        return _scalar_mean(f * g)
     return np.einsum("nla,nlb->ab", f, g) / n
+
+
+def _scalar_mean(prods: np.ndarray) -> np.ndarray:
+    """_outer_mean for a = b = 1 from the products f_l g_l, shape (n, L, ...): a 1 x 1 matrix."""
+    return np.array([[float(np.sum(prods))]]) / prods.shape[0]
 
 
 def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, kernel: str = "auto",
@@ -127,19 +143,78 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
                        branch: str | Branch = Branch.free, *, kernel: str = "auto",
                        warm: np.ndarray | None = None, minima: LocalMinima | None = None) -> ChannelOutput:
     """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)); warm, minima: see
-    :func:`pointwise_f`."""
+    :func:`pointwise_f`.  In the study's case (L = 2, r = r* = 1, tied; kernel auto or l2r1; no warm starts) one
+    compiled loop computes the integrand (theory/_channel_l2r1.py): the pointwise path's numbers, bitwise, for
+    1.5-3 ms less CPU per call (docs/numerics.md)."""
     b = as_branch(branch)
-    o = overlaps
+    if warm is None and _fused_applies(setting, kernel):
+        return _update_fused(setting, alpha, overlaps, points, b, minima)
+    return _update_pointwise(setting, alpha, overlaps, points, b, kernel=kernel, warm=warm, minima=minima)
+
+
+def _fused_applies(setting: Setting, kernel: str) -> bool:
+    return (setting.L == 2 and setting.field_rank == 1 and setting.r_star == 1
+            and choose_kernel(2, 1, kernel, setting.untied) == "l2r1")
+
+
+@lru_cache(maxsize=64)
+def _layout(setting: Setting, b: Branch) -> Layout:
+    # (building one takes eigh, svd and pinv: ~0.35 ms, 7% of a continued evaluation)
+    return Layout.for_setting(setting, b)
+
+
+def _hats(setting: Setting, b: Branch, alpha: float, o: Overlaps, mats: dict, ff: np.ndarray, f: np.ndarray,
+          f_xi: np.ndarray, f_eta: Callable[[], np.ndarray]) -> HatOverlaps:
+    """The hat overlaps from the averages E sum_l f_l f_l^T (ff), E f (f, (L, r)), E sum_l f_l xi_l^T (f_xi) and
+    E sum_l f_l eta_l^T (f_eta: a callable, evaluated on branches with theta only), projected onto the branch."""
+    qhat = alpha * ff
+    mhat = alpha * f
+    if b.has_theta:
+        thetahat = alpha * f_eta() @ mats["cinv"]
+    else:
+        thetahat = np.zeros((setting.field_rank, setting.r_star))
+    Vhat = -alpha * f_xi @ mats["qis"] + thetahat @ o.theta.T @ mats["qis"] @ mats["qis"]
+    return _layout(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
+
+
+def _update_pointwise(setting: Setting, alpha: float, o: Overlaps, points: np.ndarray, b: Branch, *, kernel: str,
+                      warm: np.ndarray | None, minima: LocalMinima | None) -> ChannelOutput:
+    """update_hatoverlaps from :func:`pointwise_f` (any setting, any kernel; the reference of the fused path)."""
     f, sol, mats = pointwise_f(setting, o, points, kernel=kernel, warm=warm, minima=minima)
     n = f.shape[0]
     xi, eta = mats["xi"], mats["eta"]
-    qhat = alpha * _outer_mean(f, f)
-    mhat = alpha * f.mean(axis=0)
-    if b.has_theta:
-        thetahat = alpha * _outer_mean(f, eta) @ mats["cinv"]
-    else:
-        thetahat = np.zeros((setting.field_rank, setting.r_star))
-    Vhat = -alpha * _outer_mean(f, xi) @ mats["qis"] + thetahat @ o.theta.T @ mats["qis"] @ mats["qis"]
-    hats = Layout.for_setting(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
+    hats = _hats(setting, b, alpha, o, mats, _outer_mean(f, f), f.mean(axis=0), _outer_mean(f, xi),
+                 lambda: _outer_mean(f, eta))
     return ChannelOutput(hats=hats, moreau=float(np.mean(sol.value)), prox_failures=int(np.sum(~sol.converged)),
                          n_points=n, h=sol.h, minima=getattr(sol, "minima", None))
+
+
+def _update_fused(setting: Setting, alpha: float, o: Overlaps, points: np.ndarray, b: Branch,
+                  minima: LocalMinima | None) -> ChannelOutput:
+    """update_hatoverlaps for L = 2, r = r* = 1 by the compiled kernel (theory/_channel_l2r1.py)."""
+    from attnphase.theory._channel_l2r1 import FETA, FF, FXI, channel_kernel
+
+    points = np.asarray(points, dtype=float)
+    if points.ndim != 2 or points.shape[0] != 4:
+        raise ValueError(f"points must have shape (4, n) for L = 2, r = r* = 1, got {points.shape}")
+    n = points.shape[1]
+    mats = field_matrices(setting, o)
+    if minima is None:
+        given, gcount = NO_GIVEN
+    else:
+        given = np.ascontiguousarray(check_minima(minima, (n, 2, 1))[:, :, :, 0])
+        gcount = np.ascontiguousarray(minima.count, dtype=np.int64)
+    sq = mats["qs"][0, 0]
+    # As the pointwise path's arithmetic: V symmetrised, its prox at 1 / Vinv (round-off from V).
+    V = (0.5 * (o.V + o.V.T))[0, 0]
+    V_prox = 1.0 / float(1.0 / V)
+    A = setting.A_array
+    h, mins, count, prods, f_sum, value, grad = channel_kernel(
+        np.ascontiguousarray(points.T), float(sq), float(o.m[0, 0]), float(o.m[1, 0]), float(o.theta[0, 0] / sq),
+        float(mats["c"][0, 0]), float(setting.omega), float(A[0, 0]), float(A[1, 1]), float(V), V_prox,
+        float(setting.sigma**2), GTOL, MAX_ITER, given, gcount)
+    hats = _hats(setting, b, alpha, o, mats, _scalar_mean(prods[FF]), f_sum[:, None] / n, _scalar_mean(prods[FXI]),
+                 lambda: _scalar_mean(prods[FETA]))
+    failures = int(n - np.count_nonzero(converged(grad)))
+    return ChannelOutput(hats=hats, moreau=float(np.mean(value)), prox_failures=failures, n_points=n, h=h,
+                         minima=LocalMinima(h=mins[:, :, :, None], count=count))

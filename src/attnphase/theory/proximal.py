@@ -26,6 +26,14 @@ from scipy.special import logit
 
 from attnphase.theory.loss import attention_loss, loss_derivatives
 
+GTOL = 1e-9  # the compiled kernel's gradient tolerance (max norm), by default
+MAX_ITER = 60  # its Newton iterations per start
+
+
+def converged(grad_norm: np.ndarray, gtol: float = GTOL) -> np.ndarray:
+    """Points whose gradient norm at the returned minimiser counts as converged (a margin above gtol)."""
+    return grad_norm < max(gtol * 100, 1e-8)
+
 
 @dataclass
 class ProxSolution:
@@ -136,8 +144,8 @@ def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = 1e-9, back
     if backend == "numba":
         from attnphase.theory._prox_kernel import prox_kernel
 
-        h1, h2, val, gn, *mins = prox_kernel(w1, w2, t1, t2, z1, z2, float(V), float(sigma2), float(gtol), 60,
-                                             *_NO_GIVEN)
+        h1, h2, val, gn, *mins = prox_kernel(w1, w2, t1, t2, z1, z2, float(V), float(sigma2), float(gtol), MAX_ITER,
+                                             *NO_GIVEN)
     elif backend == "numpy":
         best = None
         # The compiled kernel's starts: the zeros, w, and at large |w| the midpoint and the per-token ones.
@@ -157,12 +165,12 @@ def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = 1e-9, back
         h1, h2, val, gn = best
     else:
         raise ValueError(f"backend must be 'numba' or 'numpy', got {backend!r}")
-    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=gn < max(gtol * 100, 1e-8),
+    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=converged(gn, gtol),
                         minima=mins[0], n_minima=mins[1])
 
 
 # prox_kernel's "no given starts" (own starts): empty arrays of the types it is compiled for.
-_NO_GIVEN = (np.empty((0, 1, 2)), np.empty(0, dtype=np.int64))
+NO_GIVEN = (np.empty((0, 1, 2)), np.empty(0, dtype=np.int64))
 
 
 def continue_minima(w1, w2, t1, t2, V: float, sigma2: float, minima: np.ndarray, n_minima: np.ndarray,
@@ -173,7 +181,7 @@ def continue_minima(w1, w2, t1, t2, V: float, sigma2: float, minima: np.ndarray,
 
     c = np.ascontiguousarray
     w1, w2, t1, t2 = (c(a, dtype=float) for a in (w1, w2, t1, t2))
-    h1, h2, val, gn, mins, cnt = prox_kernel(w1, w2, t1, t2, w1, w2, float(V), float(sigma2), float(gtol), 60,
+    h1, h2, val, gn, mins, cnt = prox_kernel(w1, w2, t1, t2, w1, w2, float(V), float(sigma2), float(gtol), MAX_ITER,
                                              c(minima, dtype=float), c(n_minima, dtype=np.int64))
-    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=gn < max(gtol * 100, 1e-8),
+    return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=converged(gn, gtol),
                         minima=mins, n_minima=cnt)

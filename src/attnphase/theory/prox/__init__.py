@@ -59,6 +59,17 @@ def check_inputs(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[np.nda
     return w, T, Vinv
 
 
+def check_minima(minima: LocalMinima, w_shape: tuple[int, ...]) -> np.ndarray:
+    """minima.h as a float array after checking it fits points w of shape (n, L, r) (ValueError otherwise)."""
+    mh = np.asarray(minima.h, dtype=float)
+    n = w_shape[0]
+    if mh.ndim != 4 or mh.shape[0] != n or mh.shape[2:] != tuple(w_shape[1:]) or np.shape(minima.count) != (n,):
+        raise ValueError(f"prox: minima.h has shape {mh.shape} and count {np.shape(minima.count)}, w {w_shape}")
+    if n and not (np.min(minima.count) >= 1 and np.max(minima.count) <= mh.shape[1]):
+        raise ValueError(f"prox: minima.count must lie in [1, {mh.shape[1]}] at every point")
+    return mh
+
+
 def choose_kernel(L: int, r: int, kernel: str = "auto", untied: bool = False) -> str:
     if kernel not in KERNELS:
         raise ValueError(f"prox kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
@@ -91,12 +102,7 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
     if minima is not None:
         if warm is not None:
             raise ValueError("prox: pass warm or minima, not both")
-        mh = np.asarray(minima.h, dtype=float)
-        if mh.ndim != 4 or mh.shape[0] != w.shape[0] or mh.shape[2:] != w.shape[1:] or np.shape(minima.count) != (
-                w.shape[0],):
-            raise ValueError(f"prox: minima.h has shape {mh.shape} and count {np.shape(minima.count)}, w {w.shape}")
-        if w.shape[0] and not (np.min(minima.count) >= 1 and np.max(minima.count) <= mh.shape[1]):
-            raise ValueError(f"prox: minima.count must lie in [1, {mh.shape[1]}] at every point")
+        mh = check_minima(minima, w.shape)
         if name == "l2r1":
             from attnphase.theory.prox.l2r1 import prox_l2r1_continue
 
