@@ -1,4 +1,4 @@
-"""The fused channel kernel (theory/_channel_l2r1.py) against the pointwise path it replaces, per evaluation.
+"""The fused channel kernel (theory/_prox_kernel.channel_kernel) against the pointwise path it replaces, per evaluation.
 
     python benchmarks/channel_l2r1.py [--omega 0.3] [--alpha 1.5] [--reps 15] [--threads 1]
 

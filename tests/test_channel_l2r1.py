@@ -1,4 +1,4 @@
-"""The fused channel kernel (theory/_channel_l2r1.py) against the pointwise path (channel.pointwise_f with the
+"""The fused channel kernel (theory/_prox_kernel.channel_kernel) against the pointwise path (channel.pointwise_f with the
 two-token prox, numpy around the compiled Newton), which it replaces in the study's case: same hat overlaps,
 Moreau value, minimisers, recorded minima and counts, for the own starts and for continued evaluations, on every
 branch; independent of the number of threads."""
@@ -39,8 +39,7 @@ def _pointwise(o: Overlaps, z: np.ndarray, b: Branch, minima: LocalMinima | None
 
 def _assert_same(new: channel.ChannelOutput, old: channel.ChannelOutput) -> None:
     # The same arithmetic per point and the same reductions: bitwise equal where numba's exp, log are scipy's (libm's);
-    # the tolerances leave room for a numba that vectorises them otherwise.  A stale numba cache of the fused kernel
-    # (after an edit of _prox_kernel.py) fails here: see _channel_l2r1.py.
+    # the tolerances leave room for a numba that vectorises them otherwise.
     for k in HATS:
         np.testing.assert_allclose(getattr(new.hats, k), getattr(old.hats, k), rtol=1e-12, atol=1e-16, err_msg=k)
     assert new.moreau == pytest.approx(old.moreau, rel=1e-12)

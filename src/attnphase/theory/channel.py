@@ -144,7 +144,7 @@ def update_hatoverlaps(setting: Setting, alpha: float, overlaps: Overlaps, point
                        warm: np.ndarray | None = None, minima: LocalMinima | None = None) -> ChannelOutput:
     """Hat overlaps at the given overlaps, averaged over the points (shape (L (r + r*), n)); warm, minima: see
     :func:`pointwise_f`.  In the study's case (L = 2, r = r* = 1, tied; kernel auto or l2r1; no warm starts) one
-    compiled loop computes the integrand (theory/_channel_l2r1.py): the pointwise path's numbers, bitwise, for
+    compiled loop computes the integrand (theory/_prox_kernel.channel_kernel): the pointwise path's numbers, bitwise, for
     1.5-3 ms less CPU per call (docs/numerics.md)."""
     b = as_branch(branch)
     if warm is None and _fused_applies(setting, kernel):
@@ -191,8 +191,8 @@ def _update_pointwise(setting: Setting, alpha: float, o: Overlaps, points: np.nd
 
 def _update_fused(setting: Setting, alpha: float, o: Overlaps, points: np.ndarray, b: Branch,
                   minima: LocalMinima | None) -> ChannelOutput:
-    """update_hatoverlaps for L = 2, r = r* = 1 by the compiled kernel (theory/_channel_l2r1.py)."""
-    from attnphase.theory._channel_l2r1 import FETA, FF, FXI, channel_kernel
+    """update_hatoverlaps for L = 2, r = r* = 1 by the compiled kernel (theory/_prox_kernel.channel_kernel)."""
+    from attnphase.theory._prox_kernel import FETA, FF, FXI, channel_kernel
 
     points = np.asarray(points, dtype=float)
     if points.ndim != 2 or points.shape[0] != 4:
