@@ -46,73 +46,126 @@ def _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2):
     return 0.5 * inv_v * ((h1 - w1) ** 2 + (h2 - w2) ** 2) + sigma2 * ((s1 - t1) ** 2 + (s2 - t2) ** 2), s1, s2
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _newton_step(h1, h2, f0, s1, s2, w1, w2, t1, t2, inv_v, sigma2, gtol, floor):
+    """One iteration of the safeguarded Newton method from (h1, h2) with objective f0 and attention weights s1, s2
+    there: (h1, h2, f0, s1, s2) after it, the gradient norm at the point it started from, and whether that was
+    below gtol (then nothing moved: the run is over)."""
+    e1 = s1 - t1
+    e2 = s2 - t2
+    d1 = s1 * (1.0 - s1)
+    d2 = s2 * (1.0 - s2)
+    c1 = 2.0 * sigma2 * e1 * d1
+    c2 = 2.0 * sigma2 * e2 * d2
+    cc1 = 2.0 * sigma2 * (d1 * d1 + e1 * d1 * (1.0 - 2.0 * s1))
+    cc2 = 2.0 * sigma2 * (d2 * d2 + e2 * d2 * (1.0 - 2.0 * s2))
+    a1 = 2.0 * h1 - h2
+    b1 = -h1
+    a2 = -h2
+    b2 = 2.0 * h2 - h1
+    g1 = c1 * a1 + c2 * a2 + (h1 - w1) * inv_v
+    g2 = c1 * b1 + c2 * b2 + (h2 - w2) * inv_v
+    gn = max(abs(g1), abs(g2))
+    if gn < gtol:
+        return h1, h2, f0, s1, s2, gn, True
+    H11 = cc1 * a1 * a1 + cc2 * a2 * a2 + 2.0 * c1 + inv_v
+    H12 = cc1 * a1 * b1 + cc2 * a2 * b2 - c1 - c2
+    H22 = cc1 * b1 * b1 + cc2 * b2 * b2 + 2.0 * c2 + inv_v
+    half_tr = 0.5 * (H11 + H22)
+    disc = math.sqrt(0.25 * (H11 - H22) ** 2 + H12 * H12)
+    lam_min = half_tr - disc
+    pd = lam_min > floor
+    if not pd:
+        H11 += floor - lam_min
+        H22 += floor - lam_min
+    det = H11 * H22 - H12 * H12
+    p1 = -(H22 * g1 - H12 * g2) / det
+    p2 = -(H11 * g2 - H12 * g1) / det
+    if pd and gn < 1e-7:
+        # Round-off regime: the plain Newton step (an Armijo test could stall here).
+        h1 += p1
+        h2 += p2
+        f0, s1, s2 = _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
+        return h1, h2, f0, s1, s2, gn, False
+    slope = g1 * p1 + g2 * p2
+    t = 1.0
+    fn = f0
+    sn1 = sn2 = 0.0
+    accepted = False
+    for _ls in range(40):
+        fn, sn1, sn2 = _obj_s(h1 + t * p1, h2 + t * p2, w1, w2, t1, t2, inv_v, sigma2)
+        if fn <= f0 + 1e-4 * t * slope:
+            accepted = True
+            break
+        t *= 0.5
+    h1 = h1 + t * p1
+    h2 = h2 + t * p2
+    if accepted:
+        s1, s2 = sn1, sn2
+    else:
+        s1 = _expit(h1 * (h1 - h2))
+        s2 = _expit(h2 * (h2 - h1))
+    return h1, h2, fn, s1, s2, gn, False
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _newton_point(h1, h2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
+    """The safeguarded Newton method (analytic gradient and Hessian, a diagonal shift where the Hessian is not
+    positive definite, Armijo backtracking, plain steps in the round-off regime) from (h1, h2): the end point,
+    its objective and gradient norm."""
     floor = 1e-3 * inv_v
     gn = math.inf
     f0, s1, s2 = _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
     for _ in range(max_iter):
-        e1 = s1 - t1
-        e2 = s2 - t2
-        d1 = s1 * (1.0 - s1)
-        d2 = s2 * (1.0 - s2)
-        c1 = 2.0 * sigma2 * e1 * d1
-        c2 = 2.0 * sigma2 * e2 * d2
-        cc1 = 2.0 * sigma2 * (d1 * d1 + e1 * d1 * (1.0 - 2.0 * s1))
-        cc2 = 2.0 * sigma2 * (d2 * d2 + e2 * d2 * (1.0 - 2.0 * s2))
-        a1 = 2.0 * h1 - h2
-        b1 = -h1
-        a2 = -h2
-        b2 = 2.0 * h2 - h1
-        g1 = c1 * a1 + c2 * a2 + (h1 - w1) * inv_v
-        g2 = c1 * b1 + c2 * b2 + (h2 - w2) * inv_v
-        gn = max(abs(g1), abs(g2))
-        if gn < gtol:
+        h1, h2, f0, s1, s2, gn, done = _newton_step(h1, h2, f0, s1, s2, w1, w2, t1, t2, inv_v, sigma2, gtol, floor)
+        if done:
             break
-        H11 = cc1 * a1 * a1 + cc2 * a2 * a2 + 2.0 * c1 + inv_v
-        H12 = cc1 * a1 * b1 + cc2 * a2 * b2 - c1 - c2
-        H22 = cc1 * b1 * b1 + cc2 * b2 * b2 + 2.0 * c2 + inv_v
-        half_tr = 0.5 * (H11 + H22)
-        disc = math.sqrt(0.25 * (H11 - H22) ** 2 + H12 * H12)
-        lam_min = half_tr - disc
-        pd = lam_min > floor
-        if not pd:
-            H11 += floor - lam_min
-            H22 += floor - lam_min
-        det = H11 * H22 - H12 * H12
-        p1 = -(H22 * g1 - H12 * g2) / det
-        p2 = -(H11 * g2 - H12 * g1) / det
-        if pd and gn < 1e-7:
-            # Round-off regime: the plain Newton step (an Armijo test could stall here).
-            h1 += p1
-            h2 += p2
-            f0, s1, s2 = _obj_s(h1, h2, w1, w2, t1, t2, inv_v, sigma2)
-            continue
-        slope = g1 * p1 + g2 * p2
-        t = 1.0
-        fn = f0
-        sn1 = sn2 = 0.0
-        accepted = False
-        for _ls in range(40):
-            fn, sn1, sn2 = _obj_s(h1 + t * p1, h2 + t * p2, w1, w2, t1, t2, inv_v, sigma2)
-            if fn <= f0 + 1e-4 * t * slope:
-                accepted = True
-                break
-            t *= 0.5
-        h1 = h1 + t * p1
-        h2 = h2 + t * p2
-        f0 = fn
-        if accepted:
-            s1, s2 = sn1, sn2
-        else:
-            s1 = _expit(h1 * (h1 - h2))
-            s2 = _expit(h2 * (h2 - h1))
     return h1, h2, f0, gn
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _newton_three(a1, a2, b1, b2, c1, c2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter):
+    """_newton_point from three starts at once, one iteration of each per pass: the three runs are independent
+    chains of dependent floating-point operations (divisions, square roots, exponentials), which the processor
+    overlaps when they are interleaved.  Each run is _newton_point's arithmetic, step for step, so the end points
+    are the same, bitwise."""
+    floor = 1e-3 * inv_v
+    fa, sa1, sa2 = _obj_s(a1, a2, w1, w2, t1, t2, inv_v, sigma2)
+    fb, sb1, sb2 = _obj_s(b1, b2, w1, w2, t1, t2, inv_v, sigma2)
+    fc, sc1, sc2 = _obj_s(c1, c2, w1, w2, t1, t2, inv_v, sigma2)
+    ga = gb = gc = math.inf
+    da = db = dc = False
+    for _ in range(max_iter):
+        if not da:
+            a1, a2, fa, sa1, sa2, ga, da = _newton_step(a1, a2, fa, sa1, sa2, w1, w2, t1, t2, inv_v, sigma2, gtol,
+                                                        floor)
+        if not db:
+            b1, b2, fb, sb1, sb2, gb, db = _newton_step(b1, b2, fb, sb1, sb2, w1, w2, t1, t2, inv_v, sigma2, gtol,
+                                                        floor)
+        if not dc:
+            c1, c2, fc, sc1, sc2, gc, dc = _newton_step(c1, c2, fc, sc1, sc2, w1, w2, t1, t2, inv_v, sigma2, gtol,
+                                                        floor)
+        if da and db and dc:
+            break
+    return a1, a2, fa, ga, b1, b2, fb, gb, c1, c2, fc, gc
 
 
 BIG_TOKEN = 1.0  # |w_l| from which token l gets a start of its own (as in prox/_general_starts.py)
 MAX_MINIMA = 6  # distinct local minimisers recorded per point: at most one per own start
 _SAME = 1e-6  # two Newton end points closer than this (max norm, relative to 1 + |h|) are one minimiser
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _keep(i, h1, h2, v, g, best_v, bh1, bh2, bg, count, mins):
+    """A Newton end point: the best so far if lower, and recorded in mins[i] unless it is one already there."""
+    if v < best_v:
+        best_v, bh1, bh2, bg = v, h1, h2, g
+    for j in range(count):
+        if max(abs(mins[i, j, 0] - h1), abs(mins[i, j, 1] - h2)) <= _SAME * (1.0 + abs(h1) + abs(h2)):
+            return best_v, bh1, bh2, bg, count
+    mins[i, count, 0] = h1
+    mins[i, count, 1] = h2
+    return best_v, bh1, bh2, bg, count + 1
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -128,16 +181,18 @@ def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, giv
     sg = 1.0 if z1 * w1 + z2 * w2 >= 0.0 else -1.0
     m1 = 0.5 * (w1 + sg * z1)
     m2 = 0.5 * (w2 + sg * z2)
+    if own:
+        # The three starts every point has (the loss zeros +-z and w), interleaved (_newton_three), kept in the
+        # order k = 0, 1, 2 of the loop below.
+        ra1, ra2, fa, ga, rb1, rb2, fb, gb, rc1, rc2, fc, gc = _newton_three(
+            z1, z2, -z1, -z2, w1, w2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter)
+        best_v, bh1, bh2, bg, count = _keep(i, ra1, ra2, fa, ga, best_v, bh1, bh2, bg, count, mins)
+        best_v, bh1, bh2, bg, count = _keep(i, rb1, rb2, fb, gb, best_v, bh1, bh2, bg, count, mins)
+        best_v, bh1, bh2, bg, count = _keep(i, rc1, rc2, fc, gc, best_v, bh1, bh2, bg, count, mins)
     n_starts = 6 if own else min(gcount[i], given.shape[1])
-    for k in range(n_starts):
+    for k in range(3 if own else 0, n_starts):
         if not own:
             s1, s2 = given[i, k, 0], given[i, k, 1]
-        elif k == 0:
-            s1, s2 = z1, z2
-        elif k == 1:
-            s1, s2 = -z1, -z2
-        elif k == 2:
-            s1, s2 = w1, w2
         elif k == 3:
             # The midpoint of w and the zero on w's side: at large |w| the minimiser can sit in a basin
             # between them that no other start reaches (the general kernel's starts, prox/general.py).  Only
@@ -156,17 +211,7 @@ def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, giv
                 continue
             s1, s2 = m1, w2
         h1, h2, v, g = _newton_point(s1, s2, w1, w2, t1, t2, inv_v, sigma2, gtol, max_iter)
-        if v < best_v:
-            best_v, bh1, bh2, bg = v, h1, h2, g
-        seen = False
-        for j in range(count):
-            if max(abs(mins[i, j, 0] - h1), abs(mins[i, j, 1] - h2)) <= _SAME * (1.0 + abs(h1) + abs(h2)):
-                seen = True
-                break
-        if not seen:
-            mins[i, count, 0] = h1
-            mins[i, count, 1] = h2
-            count += 1
+        best_v, bh1, bh2, bg, count = _keep(i, h1, h2, v, g, best_v, bh1, bh2, bg, count, mins)
     return bh1, bh2, best_v, bg, count
 
 
