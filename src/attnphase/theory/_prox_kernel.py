@@ -71,11 +71,11 @@ def _newton_step(h1, h2, f0, s1, s2, w1, w2, t1, t2, inv_v, sigma2, gtol, floor)
     H11 = cc1 * a1 * a1 + cc2 * a2 * a2 + 2.0 * c1 + inv_v
     H12 = cc1 * a1 * b1 + cc2 * a2 * b2 - c1 - c2
     H22 = cc1 * b1 * b1 + cc2 * b2 * b2 + 2.0 * c2 + inv_v
-    half_tr = 0.5 * (H11 + H22)
-    disc = math.sqrt(0.25 * (H11 - H22) ** 2 + H12 * H12)
-    lam_min = half_tr - disc
-    pd = lam_min > floor
+    # Positive definite beyond the floor (smallest eigenvalue > floor) by the 2 x 2 minors of H - floor I, which
+    # needs no square root; the eigenvalue itself only where it is not.
+    pd = H11 > floor and (H11 - floor) * (H22 - floor) > H12 * H12
     if not pd:
+        lam_min = 0.5 * (H11 + H22) - math.sqrt(0.25 * (H11 - H22) ** 2 + H12 * H12)
         H11 += floor - lam_min
         H22 += floor - lam_min
     det = H11 * H22 - H12 * H12
