@@ -78,9 +78,12 @@ def _evaluate(fmap: Map, x: np.ndarray) -> tuple[np.ndarray, Any]:
     return gx, aux
 
 
+FAR_STEPS = 10  # anderson's damped steps while far from the fixed point (default)
+
+
 def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate = _true,
              collapsed: Predicate = _false, diverged: Predicate = _false, depth: int = 5, mixing: float = 0.5,
-             far: float = 0.03, far_mixing: float = 0.3, far_steps: int = 10, accept: float = 0.0,
+             far: float = 0.03, far_mixing: float = 0.3, far_steps: int = FAR_STEPS, accept: float = 0.0,
              stagnation: int = 12, scale: Scale | None = None) -> SolverResult:
     """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
 

@@ -18,7 +18,16 @@ import numpy as np
 
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.channel import ChannelOutput, points_dim, update_hatoverlaps
-from attnphase.theory.fixed_point import Inadmissible, SolverResult, Status, anderson, chord, jacobian, newton_matrix
+from attnphase.theory.fixed_point import (
+    FAR_STEPS,
+    Inadmissible,
+    SolverResult,
+    Status,
+    anderson,
+    chord,
+    jacobian,
+    newton_matrix,
+)
 from attnphase.theory.observables import test_error as _test_error
 from attnphase.theory.observables import test_error_estimate
 from attnphase.theory.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge, lift_to_untied
@@ -484,7 +493,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             # far-phase steps would slow its decay (or growth) to 0.3 of the map's.
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
-                           far_steps=0 if reseeded and rep == 0 else 10)
+                           far_steps=0 if reseeded and rep == 0 else FAR_STEPS)
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
