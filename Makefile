@@ -57,6 +57,7 @@ bench: install
 	$(BIN)/python benchmarks/simulation.py
 	$(BIN)/python benchmarks/transition.py
 	$(BIN)/python benchmarks/continued_evaluations.py
+	$(BIN)/python benchmarks/channel_l2r1.py
 
 clean:
 	rm -rf $(VENV) results site .pytest_cache .ruff_cache
