@@ -130,7 +130,7 @@ def loss_zeros(t1: np.ndarray, t2: np.ndarray, w1: np.ndarray, w2: np.ndarray) -
     return z1, z2
 
 
-def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = 1e-9, backend: str = "numba") -> ProxSolution:
+def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = GTOL, backend: str = "numba") -> ProxSolution:
     """Global minimiser of F at every point (arrays of equal shape (n,)); keeps the best of all starts.
 
     backend: "numba" (compiled, per-point early exit, both cores) or "numpy" (the vectorised reference).
@@ -174,7 +174,7 @@ NO_GIVEN = (np.empty((0, 1, 2)), np.empty(0, dtype=np.int64))
 
 
 def continue_minima(w1, w2, t1, t2, V: float, sigma2: float, minima: np.ndarray, n_minima: np.ndarray,
-                    gtol: float = 1e-9) -> ProxSolution:
+                    gtol: float = GTOL) -> ProxSolution:
     """Newton from each given local minimiser (minima (n, K, 2), the first n_minima per point) and the lowest
     end point: the continuation of an evaluation at nearby (w, t, V) on the same points."""
     from attnphase.theory._prox_kernel import prox_kernel

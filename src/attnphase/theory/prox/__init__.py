@@ -28,6 +28,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from attnphase.theory.proximal import GTOL
+
 KERNELS = ("auto", "l2r1", "general", "reference")
 
 
@@ -83,7 +85,7 @@ def choose_kernel(L: int, r: int, kernel: str = "auto", untied: bool = False) ->
 
 
 def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
-         *, kernel: str = "auto", gtol: float = 1e-9, untied: bool = False, warm: np.ndarray | None = None,
+         *, kernel: str = "auto", gtol: float = GTOL, untied: bool = False, warm: np.ndarray | None = None,
          minima: LocalMinima | None = None) -> ProxOutput:
     """Global minimiser of F at every point with the chosen implementation (see the module docstring).
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.theory.prox import LocalMinima
-from attnphase.theory.proximal import ProxSolution, continue_minima, solve_prox
+from attnphase.theory.prox import LocalMinima, check_minima
+from attnphase.theory.proximal import GTOL, ProxSolution, continue_minima, solve_prox
 
 
 @dataclass
@@ -34,7 +34,7 @@ def _result(sol: ProxSolution) -> L2R1Result:
 
 
 def prox_l2r1(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
-              *, gtol: float = 1e-9) -> L2R1Result:
+              *, gtol: float = GTOL) -> L2R1Result:
     if w.shape[1:] != (2, 1):
         raise ValueError(f"prox_l2r1 needs L = 2, r = 1, got w of shape {w.shape}")
     V = 1.0 / float(np.asarray(Vinv).reshape(-1)[0])
@@ -42,19 +42,19 @@ def prox_l2r1(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, sta
 
 
 def prox_l2r1_continue(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, minima: LocalMinima,
-                       *, gtol: float = 1e-9) -> L2R1Result:
+                       *, gtol: float = GTOL) -> L2R1Result:
     """Newton from each of the given local minimisers (those of an evaluation at nearby (w, T, V) on the same
     points), the lowest end point kept: see prox.prox's ``minima``."""
-    if w.shape[1:] != (2, 1) or minima.h.shape[0] != w.shape[0] or minima.h.shape[2:] != (2, 1):
-        raise ValueError(f"prox_l2r1_continue needs w (n, 2, 1) and minima (n, K, 2, 1), got {w.shape}, "
-                         f"{minima.h.shape}")
+    if w.shape[1:] != (2, 1):
+        raise ValueError(f"prox_l2r1_continue needs L = 2, r = 1, got w of shape {w.shape}")
+    mh = check_minima(minima, w.shape)
     V = 1.0 / float(np.asarray(Vinv).reshape(-1)[0])
-    return _result(continue_minima(w[:, 0, 0], w[:, 1, 0], T[:, 0, 0], T[:, 1, 1], V, sigma2, minima.h[:, :, :, 0],
+    return _result(continue_minima(w[:, 0, 0], w[:, 1, 0], T[:, 0, 0], T[:, 1, 1], V, sigma2, mh[:, :, :, 0],
                                    minima.count, gtol=gtol))
 
 
 def prox_l2r1_warm(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, warm: np.ndarray,
-                   *, gtol: float = 1e-9) -> L2R1Result:
+                   *, gtol: float = GTOL) -> L2R1Result:
     """Newton from the given minimisers (n, 2, 1) of a nearby evaluation only: ~4x cheaper than prox_l2r1 and
     blind to basin switches, so for a solver's speculative steps, never for a reported number."""
     if w.shape[1:] != (2, 1) or np.shape(warm) != w.shape:
