@@ -5,7 +5,7 @@ d in {200, 500}, 16 starts per point, with binomial error bars.  Resumable: reru
     python benchmarks/basins.py --store basins.sqlite --summary-only          # print the table of a store
 
 Each start: Q with i.i.d. N(0, S^2) entries (S = 0.01, the small-initialisation limit, and S = 1), 1000 plain
-gradient-descent steps then L-BFGS to convergence, classified by attnphase.simulation.basins' rule.
+gradient-descent steps then L-BFGS to convergence, classified by attnphase.experiments.simulation.basins' rule.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--summary-only", action="store_true")
     args = ap.parse_args(argv)
-    from attnphase.basins import basins_summary
-    from attnphase.simulation.basins import basins_grids, run_basins
+    from attnphase.experiments.basins_study import basins_summary
+    from attnphase.experiments.simulation.basins import basins_grids, run_basins
 
     if not args.summary_only:
         grids = basins_grids(d=tuple(parse_int_spec(args.d)), alphas=tuple(parse_spec(args.alphas)),

@@ -18,8 +18,9 @@ import numba
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory import channel
-from attnphase.theory import state_evolution as se
+from attnphase.theory.model import channel
+from attnphase.theory.state_evolution.precision import integration_points
+from attnphase.theory.state_evolution.solve import solve
 
 HATS = ("qhat", "mhat", "Vhat", "thetahat")
 
@@ -52,12 +53,12 @@ def main() -> None:
     a = ap.parse_args()
     numba.set_num_threads(a.threads)
     s = Setting(omega=a.omega)
-    pts = se.integration_points(s, "default", 0)
+    pts = integration_points(s, "default", 0)
     print(f"omega {a.omega}, alpha {a.alpha}, {pts.shape[1]} points, numba threads {numba.get_num_threads()}, "
           f"median of {a.reps} (CPU ms per update_hatoverlaps)")
     print(f"{'branch':>10} {'kind':>9} {'pointwise':>9} {'fused':>7} {'ratio':>6} {'max rel diff':>12} {'same h':>6}")
     for branch in ("positional", "semantic"):
-        o = se.solve(s, a.alpha, branch, "fast").overlaps
+        o = solve(s, a.alpha, branch, "fast").overlaps
         anchor = channel.update_hatoverlaps(s, a.alpha, o, pts, branch)  # (also compiles)
         _pointwise(s, a.alpha, o, pts, branch)
         for kind, minima in (("full", None), ("continued", anchor.minima)):

@@ -22,8 +22,11 @@ import numba
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory import state_evolution as se
-from attnphase.theory.channel import update_hatoverlaps
+from attnphase.theory.model.channel import update_hatoverlaps
+from attnphase.theory.state_evolution.branch_map import BranchMap, branch_map
+from attnphase.theory.state_evolution.curves import solve_curve
+from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, integration_points
+from attnphase.theory.state_evolution.solve import solve
 
 MOVES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 POINTS = (("positional", 0.5), ("positional", 1.5), ("semantic", 0.9), ("semantic", 1.8))
@@ -37,13 +40,13 @@ def _cpu(fn, *args, **kwargs):
 
 def exactness(omega: float, log2n: int, draws: int) -> None:
     s = Setting(omega=omega)
-    prec = se.Precision("bench", log2n, 1, 3e-5)
+    prec = Precision("bench", log2n, 1, 3e-5)
     print(f"omega {omega}, 2^{log2n} points, {draws} random directions per move")
     print(f"{'branch':>10} {'alpha':>5} {'move':>7} {'differ':>7} {'max rel diff':>12} {'full s':>7} {'cont s':>7}")
     for branch, alpha in POINTS:
-        fp = se.solve(s, alpha, branch, "fast")
-        pts = se.integration_points(s, prec, 0)
-        anchor_map = se.branch_map(s, alpha, branch, pts)
+        fp = solve(s, alpha, branch, "fast")
+        pts = integration_points(s, prec, 0)
+        anchor_map = branch_map(s, alpha, branch, pts)
         x0 = anchor_map.pack(fp.overlaps)
         minima = anchor_map.step(x0)[1].minima  # a full evaluation records the local minima
         rng = np.random.default_rng(0)
@@ -66,18 +69,18 @@ def exactness(omega: float, log2n: int, draws: int) -> None:
 def curve(omega: float) -> None:
     s = Setting(omega=omega)
     counts = {"full": 0, "continued": 0}
-    step = se.BranchMap.step
+    step = BranchMap.step
 
     def counted(self, x):
         before = dict(self.evaluations)
         out = step(self, x)
-        if self.points.shape[1] == 2 ** se.PRECISIONS["default"].log2_points:
+        if self.points.shape[1] == 2 ** PRECISIONS["default"].log2_points:
             for k in counts:
                 counts[k] += self.evaluations[k] - before[k]
         return out
 
-    se.BranchMap.step = counted
-    se.solve_curve(s, [1.0], "positional", "fast")  # compile outside the timings
+    BranchMap.step = counted
+    solve_curve(s, [1.0], "positional", "fast")  # compile outside the timings
     alphas = np.linspace(0.1, 2.0, 20)
     print(f"omega {omega}, alphas 0.1:2:20, default precision, one process, numba threads {numba.get_num_threads()}")
     print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'continued':>9} {'scramblings':>11} {'valid':>5}")
@@ -85,11 +88,11 @@ def curve(omega: float) -> None:
         for k in counts:
             counts[k] = 0
         t0 = time.perf_counter()
-        pts = se.solve_curve(s, alphas, branch, "default")
+        pts = solve_curve(s, alphas, branch, "default")
         dt = time.perf_counter() - t0
         print(f"{branch:>10} {dt:>8.1f} {counts['full']:>5d} {counts['continued']:>9d} "
               f"{sum(p.n_replicas for p in pts):>11d} {sum(p.valid for p in pts):>5d}")
-    se.BranchMap.step = step
+    BranchMap.step = step
 
 
 def main() -> None:

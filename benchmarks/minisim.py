@@ -1,6 +1,6 @@
 """A small independent finite-d simulation (float64 torch, full-batch gradient descent on the empirical risk) for
 any L, r, r* and Gram matrix: the direct check of the general fixed-point equations.  Written from the model's
-definition only (tokens, teacher, student, risk), sharing no code with attnphase.theory or attnphase.simulation.
+definition only (tokens, teacher, student, risk), sharing no code with attnphase.theory or attnphase.experiments.simulation.
 
     python benchmarks/minisim.py --L 3 --alpha 1.5 --d 500 --seeds 0,1,2 [--r 1] [--r-star 1] [--positions simplex]
 """
@@ -83,8 +83,8 @@ def main() -> None:
     torch.set_num_threads(1)
     from attnphase import Setting
     from attnphase.theory import solve
-    from attnphase.theory.overlaps import Overlaps
-    from attnphase.theory.results import summaries
+    from attnphase.theory.model.overlaps import Overlaps
+    from attnphase.theory.state_evolution.results import summaries
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--L", type=int, default=3)

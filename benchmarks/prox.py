@@ -39,7 +39,7 @@ def _timed(fn, reps: int):
 
 
 def speed(log2n: int, reps: int, untied: bool = False) -> None:
-    from attnphase.theory.proximal import solve_prox
+    from attnphase.theory.prox.two_token import solve_prox
 
     n = 2**log2n
     print(f"{'L':>2} {'r':>2} {'kernel':>8} {'points/s':>10} {'pts/CPU-s':>10} {'s / 2^15':>9} {'starts':>6} "

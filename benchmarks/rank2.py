@@ -6,7 +6,7 @@
 Computes the records (theory: every branch of each rank along alpha by continuation, plus the global minimum
 of each rank, i.e. the valid branch with the lowest training loss; rank 2 includes the "free" branch, the mixed
 minimum with one direction positional and one semantic; simulation: lbfgs from the positional and the semantic
-start, several seeds), writes OUT.json and draws OUT.png / OUT.pdf with attnphase.plots_rank (the same figure as
+start, several seeds), writes OUT.json and draws OUT.png / OUT.pdf with attnphase.plots.rank (the same figure as
 `attnphase plot rank2 --records OUT.json --out OUT`).  Prints a table of the global minima.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from attnphase import Setting
 from attnphase.cli.common import format_table, parse_spec
-from attnphase.plots_rank import plot_rank_test_error, simulation_points, theory_series
+from attnphase.plots.rank import plot_rank_test_error, simulation_points, theory_series
 
 BRANCHES = {1: ("positional", "semantic"), 2: ("positional", "semantic", "free")}
 
@@ -29,7 +29,7 @@ BRANCHES = {1: ("positional", "semantic"), 2: ("positional", "semantic", "free")
 def free_curve(setting: Setting, alphas: list[float], precision: str, rank1: dict) -> list:
     """Rank-2 free branch by continuation upward in alpha, each alpha retried from the mixed start."""
     from attnphase.theory import solve
-    from attnphase.theory.starts import mixed_start_from
+    from attnphase.theory.state_evolution.starts import mixed_start_from
 
     out, prev = [], None
     for a in alphas:
@@ -71,7 +71,7 @@ def theory_rows(setting: Setting, rank: int, alphas: list[float], precision: str
 def simulation_rows(setting: Setting, rank: int, alphas: list[float], d: int, seeds: list[int]) -> list[dict]:
     import torch
 
-    from attnphase.simulation import simulate
+    from attnphase.experiments.simulation import simulate
 
     torch.set_num_threads(1)
     s = setting.replace(r=rank)

@@ -40,7 +40,7 @@ TS = (0.06, 0.10, 0.12, 0.14, 0.16, 0.18, 0.21)
 
 def theory_curve(setting, alpha: float, ts, precision: str) -> dict[float, dict]:  # noqa: ANN001
     from attnphase.theory import solve
-    from attnphase.theory.landscape import energy_curve
+    from attnphase.theory.state_evolution.landscape import energy_curve
 
     fp = solve(setting, alpha, "semantic", precision)
     init = fp if fp.valid else None
@@ -63,10 +63,10 @@ def free_minimum(setting, d: int, alpha: float, seed: int):  # noqa: ANN001, ANN
     rotated (an exact symmetry: the labels depend on Q* only through Q* Q*^T) so that its theta is (|theta|, 0)."""
     import torch
 
-    from attnphase.simulation.experiment import initial_Q
-    from attnphase.simulation.measure import overlaps
-    from attnphase.simulation.model import EmpiricalRisk
-    from attnphase.simulation.training import train
+    from attnphase.experiments.simulation.experiment import initial_Q
+    from attnphase.experiments.simulation.measure import overlaps
+    from attnphase.experiments.simulation.model import EmpiricalRisk
+    from attnphase.experiments.simulation.training import train
 
     torch.set_num_threads(1)
     pb = whitened_problem(setting, d, alpha, seed)

@@ -31,7 +31,7 @@ import torch
 
 from attnphase import Setting
 from attnphase.cli.common import format_table
-from attnphase.simulation import simulate
+from attnphase.experiments.simulation import simulate
 
 
 def _child_cpu() -> float:
@@ -84,7 +84,7 @@ def part_process(args: argparse.Namespace) -> None:
             wall, cpu = _run([*base, "--optimizer", opt])
             rows.append({"repeat": k, "optimizer": opt, "wall_s": wall, "cpu_s": cpu})
             print(f"  {opt}: {wall:.1f} s wall, {cpu:.1f} s cpu", file=sys.stderr, flush=True)
-    wall_imp, cpu_imp = _run([sys.executable, "-c", "import attnphase.cli, attnphase.simulation"])
+    wall_imp, cpu_imp = _run([sys.executable, "-c", "import attnphase.cli, attnphase.experiments.simulation"])
 
     def best(opt: str, key: str) -> float:
         return min(r[key] for r in rows if r["optimizer"] == opt)

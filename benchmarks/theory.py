@@ -6,7 +6,7 @@
 The general table: seconds per fixed point at default precision for (L, r, r*) (positions: antipodal at
 L = 2, simplex otherwise; the default A), positional and semantic branches, after a warm-up solve per shape
 (compilation of the kernels is not counted).  'iterations' counts full-resolution and coarse map evaluations
-(fixed point: theory/state_evolution.py); 'load' is the 1-minute load average at the end of the solve (on a shared
+(fixed point: theory/state_evolution/solve.py); 'load' is the 1-minute load average at the end of the solve (on a shared
 machine the seconds scale with it).
 
 Prints a table.  Relative errors are one-standard-error estimates from the spread over independent
@@ -24,7 +24,7 @@ import numpy as np
 from attnphase import Setting
 from attnphase.cli.common import format_table
 from attnphase.theory import solve, solve_curve
-from attnphase.theory.state_evolution import PRECISIONS
+from attnphase.theory.state_evolution.precision import PRECISIONS
 
 KEYS = ("q", "m", "theta", "train_loss", "test_error")
 

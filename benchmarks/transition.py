@@ -16,7 +16,8 @@ import time
 from attnphase import Setting
 from attnphase.cli.common import format_table, parse_spec
 from attnphase.theory import phase_diagram, solve
-from attnphase.theory.transition import NAMES, transition
+from attnphase.theory.transition.driver import transition
+from attnphase.theory.transition.records import NAMES
 
 
 def _row(r, seconds: float | None = None) -> dict:

@@ -15,7 +15,7 @@ positional: m > theta; semantic: theta > m): at d = 500 some semantic starts lea
 
 --json writes {"setting", "d", "seeds", "rows", "theory", "runs"}: "theory" holds both branches of each student's
 theory at each alpha ({"student", "branch", "alpha", "status", "test_error", "train_loss", "m", "theta"}), the
-values the figure draws; --plot FILE draws the figure (FILE.png, FILE.pdf) with attnphase.plots_untied, the same
+values the figure draws; --plot FILE draws the figure (FILE.png, FILE.pdf) with attnphase.plots.untied, the same
 as `attnphase plot untied --records JSON --out FILE` (docs/img/untied.png:
     python benchmarks/untied.py --d 500 --alphas 0.5,1,1.5,2 --seeds 0:3 --json docs/img/untied.json \
         --plot docs/img/untied.png).
@@ -32,8 +32,8 @@ import warnings
 
 from attnphase import Setting
 from attnphase.cli.common import check_output_file, format_table, parse_int_spec, parse_spec
-from attnphase.simulation import simulate
-from attnphase.simulation.basins import classify, theory_points
+from attnphase.experiments.simulation import simulate
+from attnphase.experiments.simulation.basins import classify, theory_points
 from attnphase.theory import solve
 
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", default="fast", help="precision of the untied theory (default fast)")
     ap.add_argument("--json", default=None, help="also write the rows, the theory and every run's record to this file")
     ap.add_argument("--plot", default=None,
-                    help="also draw the figure (FILE.png, FILE.pdf) with attnphase.plots_untied from the same records")
+                    help="also draw the figure (FILE.png, FILE.pdf) with attnphase.plots.untied from the same records")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", category=UserWarning)
     setting = Setting(omega=args.omega)
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
     if args.plot:
-        from attnphase.plots_untied import plot_untied
+        from attnphase.plots.untied import plot_untied
 
         for path in plot_untied(out, args.plot, omega=args.omega, d=args.d):
             print(path)

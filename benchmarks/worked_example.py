@@ -2,7 +2,7 @@
 
 A = mixing_A(L) = (1 - a) I + (a / L) 1 1^T with a = 0.8 (the study's A at L = 2), positions 'simplex' (the regular
 simplex: antipodal at L = 2), r = r* = 1, sigma = 0.5, lambda = 0.01.  Every number comes from
-attnphase.theory.transition.  L = 2 is computed twice: with the branch ends as properties of the equations (the
+attnphase.theory.transition.driver.  L = 2 is computed twice: with the branch ends as properties of the equations (the
 L = 2 adapter: pitchfork / fold) and with the general method every L uses (ends where the solver stops finding the
 branch), so the two methods can be compared where both apply.
 
@@ -30,7 +30,7 @@ def _fmt(c) -> str:
 
 
 def _task(args: tuple) -> dict:
-    from attnphase.theory.transition import transition
+    from attnphase.theory.transition.driver import transition
 
     L, ends, kw = args
     s = Setting(omega=0.3, L=L, A=mixing_A(L), positions="simplex")

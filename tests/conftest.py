@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attnphase.sweep import GridPoint
-from attnphase.theory.results import FixedPoint, HatOverlaps, Overlaps
+from attnphase.experiments.sweep import GridPoint
+from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
+from attnphase.theory.state_evolution.results import FixedPoint
 
 TESTS_DIR = Path(__file__).resolve().parent
 OMEGA = 0.3
@@ -98,14 +99,17 @@ def assert_gradient_matches_autograd_and_finite_differences(risk, W) -> None:  #
     np.testing.assert_allclose(g.numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
 
 
-def capture_figures(monkeypatch, module) -> list:  # noqa: ANN001 - pytest's MonkeyPatch, a plotting module
-    """Every figure the module saves, appended to the returned list (the figure is still written)."""
+def capture_figures(monkeypatch) -> list:  # noqa: ANN001 - pytest's MonkeyPatch
+    """Every figure any plots module saves (through the one save rule, attnphase.plots.style.save_figure), appended
+    to the returned list (the figure is still written)."""
+    from attnphase.plots import style
+
     figs: list = []
-    original = module.save_figure
+    original = style.save_figure
 
     def save(fig, out):  # noqa: ANN001, ANN202
         figs.append(fig)
         return original(fig, out)
 
-    monkeypatch.setattr(module, "save_figure", save)
+    monkeypatch.setattr(style, "save_figure", save)
     return figs

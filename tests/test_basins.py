@@ -11,8 +11,8 @@ import torch
 
 from attnphase import Setting
 from attnphase.cli import main
-from attnphase.simulation import sample_dataset, simulate
-from attnphase.simulation.basins import (
+from attnphase.experiments.simulation import sample_dataset, simulate
+from attnphase.experiments.simulation.basins import (
     BranchPoint,
     basin_distances,
     basins_grids,
@@ -20,7 +20,7 @@ from attnphase.simulation.basins import (
     run_basins,
     theory_points,
 )
-from attnphase.store import load_results
+from attnphase.experiments.store import load_results
 
 # Hand-made fixed points with the study's orders of magnitude (alpha = 1.5, omega = 0.3).
 POINTS = {
@@ -163,7 +163,7 @@ def test_cli_basins_bad_options_refused_before_any_work(tmp_path, capsys, extra,
 
 
 def test_memory_guard_refuses_instantly():
-    from attnphase.simulation.memory import estimate_memory, memory_parts
+    from attnphase.experiments.simulation.memory import estimate_memory, memory_parts
 
     for d, alpha in ((1_000_000_000, 1.0), (100_000, 1000.0)):
         t0 = time.perf_counter()
@@ -207,7 +207,7 @@ def _synthetic_frame():
 
 
 def test_fractions_with_binomial_errors():
-    from attnphase.simulation.basins import basin_fractions
+    from attnphase.experiments.simulation.basins import basin_fractions
 
     fr = basin_fractions(_synthetic_frame())
     assert len(fr) == 2 * 2 * 3 and (fr["n"] == 4).all()
@@ -220,9 +220,9 @@ def test_fractions_with_binomial_errors():
 
 
 def test_basins_figures_from_given_data(tmp_path):
-    from attnphase.basins import transition_lines
-    from attnphase.plots_basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
-    from attnphase.simulation.basins import basin_fractions
+    from attnphase.experiments.basins_study import transition_lines
+    from attnphase.experiments.simulation.basins import basin_fractions
+    from attnphase.plots.basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
 
     fr = basin_fractions(_synthetic_frame())
     lines = transition_lines([{"omega": 0.1, "alpha_c": 0.8, "alpha_sem_appears": 0.55, "alpha_pos_vanishes": None},
@@ -240,7 +240,7 @@ def test_basins_figures_from_given_data(tmp_path):
 
 @pytest.mark.slow
 def test_basins_figures_quick_end_to_end(tmp_path):
-    from attnphase.basins import QuickPlan, basins_figures_quick, basins_summary
+    from attnphase.experiments.basins_study import QuickPlan, basins_figures_quick, basins_summary
 
     plan = QuickPlan(heat_d=30, heat_alphas=(1.0, 2.0), heat_omegas=(0.1, 0.3), fraction_ds=(20, 30), starts=2,
                      n_test=100, trajectory_d=30, trajectory_tries=2)

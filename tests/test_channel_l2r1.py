@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from attnphase.setting import Setting
-from attnphase.theory import channel
-from attnphase.theory.overlaps import Branch, Overlaps
+from attnphase.theory.model import channel
+from attnphase.theory.model.overlaps import Branch, Overlaps
+from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.prox import LocalMinima
-from attnphase.theory.quadrature import gaussian_sobol
 
 S = Setting(omega=0.3)
 ALPHA = 1.5

@@ -15,7 +15,7 @@ import pytest
 from conftest import TESTS_DIR
 
 from attnphase.cli import build_parser, main
-from attnphase.store import ResultStore
+from attnphase.experiments.store import ResultStore
 
 ROOT = TESTS_DIR.parent
 SWEEP = ["sweep", "--d", "8", "--alphas", "1", "--omegas", "0.3", "--no-progress"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnphase.theory.continuation import (
+from attnphase.theory.solvers.continuation import (
     arclength,
     bracket_from_above,
     classify_end,

@@ -7,12 +7,16 @@ import numpy as np
 import pytest
 
 from attnphase.setting import Setting
-from attnphase.theory import state_evolution as se
-from attnphase.theory.fixed_point import Status, _secant_update, chord, newton_matrix
+from attnphase.theory.model.channel import update_hatoverlaps
+from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.prox import LocalMinima, prox
 from attnphase.theory.prox._general_draws import draw_problem
 from attnphase.theory.prox.general import objective
-from attnphase.theory.quadrature import gaussian_sobol
+from attnphase.theory.solvers.fixed_point import Status, _secant_update, chord, newton_matrix
+from attnphase.theory.state_evolution import curves as curves_module
+from attnphase.theory.state_evolution.branch_map import CONTINUE_RADIUS, JACOBIAN_STEP, branch_map
+from attnphase.theory.state_evolution.curves import solve_curve
+from attnphase.theory.state_evolution.solve import solve
 
 
 def _minima_values(p, minima: LocalMinima) -> np.ndarray:
@@ -69,21 +73,21 @@ def test_other_kernels_continue_the_same_minima():
 @pytest.mark.parametrize(("branch", "alpha"), [("positional", 0.5), ("semantic", 1.5)])
 def test_continued_map_is_the_full_map_near_its_anchor(branch, alpha):
     s = Setting(omega=0.3)
-    fp = se.solve(s, alpha, branch, "fast")
+    fp = solve(s, alpha, branch, "fast")
     pts = gaussian_sobol(14, 4, 3)
-    bm = se.branch_map(s, alpha, branch, pts)
+    bm = branch_map(s, alpha, branch, pts)
     x0 = bm.pack(fp.overlaps)
     bm.step(x0)
     rng = np.random.default_rng(1)
     for _ in range(3):
         x = x0 + 2e-3 * rng.choice([-1.0, 1.0], x0.size) * bm.layout.scale(x0)
         got = bm(x)
-        want = se.branch_map(s, alpha, branch, pts)(x)  # a fresh map: a full evaluation (own starts)
+        want = branch_map(s, alpha, branch, pts)(x)  # a fresh map: a full evaluation (own starts)
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert bm.evaluations == {"full": 1, "continued": 3}
     # beyond the radius it evaluates in full again (and re-anchors there)
-    far = x0 * (1 + 3 * se.CONTINUE_RADIUS)
-    np.testing.assert_allclose(bm(far), se.branch_map(s, alpha, branch, pts)(far), rtol=1e-12)
+    far = x0 * (1 + 3 * CONTINUE_RADIUS)
+    np.testing.assert_allclose(bm(far), branch_map(s, alpha, branch, pts)(far), rtol=1e-12)
     assert bm.evaluations == {"full": 2, "continued": 3}
 
 
@@ -92,16 +96,16 @@ def test_continuing_a_single_minimum_is_not_enough():
     global minimiser switches basin are wrong, and at a move of the overlaps of 3e-2 the map's image is off by
     far more than the solver's tolerance; continuing all of them stays within it."""
     s = Setting(omega=0.3)
-    fp = se.solve(s, 0.5, "positional", "fast")
+    fp = solve(s, 0.5, "positional", "fast")
     pts = gaussian_sobol(14, 4, 3)
-    bm = se.branch_map(s, 0.5, "positional", pts)
+    bm = branch_map(s, 0.5, "positional", pts)
     x0 = bm.pack(fp.overlaps)
     _, out0 = bm.step(x0)
     x = x0 * (1 + 3e-2)
     o = bm.unpack(x)
-    full = bm.image(se.update_hatoverlaps(s, 0.5, o, pts, "positional"))
-    one = bm.image(se.update_hatoverlaps(s, 0.5, o, pts, "positional", warm=out0.h))
-    every = bm.image(se.update_hatoverlaps(s, 0.5, o, pts, "positional", minima=out0.minima))
+    full = bm.image(update_hatoverlaps(s, 0.5, o, pts, "positional"))
+    one = bm.image(update_hatoverlaps(s, 0.5, o, pts, "positional", warm=out0.h))
+    every = bm.image(update_hatoverlaps(s, 0.5, o, pts, "positional", minima=out0.minima))
     scale = bm.layout.scale(full)
     assert np.max(np.abs(one - full) / scale) > 10 * np.max(np.abs(every - full) / scale)
 
@@ -129,15 +133,15 @@ def test_chord_with_secant_updates_needs_fewer_evaluations_from_a_poor_matrix():
     secant = chord(fmap, np.zeros(2), tol=1e-10, matrix=poor, max_iter=40, secant_min=1e-6)
     assert secant is not None and secant.status == Status.ok
     np.testing.assert_allclose(secant.x, x_star, rtol=1e-9)
-    assert plain is None or secant.nit < plain.nit
+    assert not plain.converged or secant.nit < plain.nit
 
 
 def test_curve_continuation_agrees_with_a_standalone_solve():
     """The curve's starts (each scrambling from its own fixed point at the previous alpha) change where the
     solver starts, not the fixed points: the last point of a short curve against a solve from the default start."""
     s = Setting(omega=0.3)
-    curve = se.solve_curve(s, [1.3, 1.4, 1.5], "positional", "default")
-    alone = se.solve(s, 1.5, "positional", "default")
+    curve = solve_curve(s, [1.3, 1.4, 1.5], "positional", "default")
+    alone = solve(s, 1.5, "positional", "default")
     assert curve[-1].valid and alone.valid
     for key, value in (("m", lambda p: p.overlaps.m[0, 0]), ("q", lambda p: p.overlaps.q[0, 0]),
                        ("train_loss", lambda p: p.train_loss)):
@@ -179,38 +183,38 @@ def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_fa
         valid, first_ok = plan[a]
         if init is None and a != 1.0:
             valid, first_ok = True, True  # the retry
-        return SimpleNamespace(valid=valid, _extra={"first_scrambling_ok": first_ok})
+        return SimpleNamespace(valid=valid, hints=SimpleNamespace(first_scrambling_ok=first_ok))
 
-    monkeypatch.setattr(se, "solve", fake_solve)
-    se.solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    monkeypatch.setattr(curves_module, "solve", fake_solve)
+    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
     # 1.1: invalid but its first scrambling converged from 1.0's point: no retry; 1.2 follows 1.1, which is
     # invalid, so it starts from the default; nothing to retry
     assert calls == [(1.0, True), (1.1, False), (1.2, True)]
     calls.clear()
     plan[1.1] = (False, False)
-    se.solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
     # 1.1 failed in its first scrambling: retried (valid); 1.2 then follows it, fails the same way, is retried
     assert calls == [(1.0, True), (1.1, False), (1.1, True), (1.2, False), (1.2, True)]
 
 
 def test_fine_jacobian_uses_continued_steps_and_agrees_with_the_wider_difference():
-    from attnphase.theory.fixed_point import jacobian
+    from attnphase.theory.solvers.fixed_point import jacobian
 
     s = Setting(omega=0.3)
-    fp = se.solve(s, 1.5, "semantic", "fast")
+    fp = solve(s, 1.5, "semantic", "fast")
     pts = gaussian_sobol(15, 4, 2)
-    bm = se.branch_map(s, 1.5, "semantic", pts)
+    bm = branch_map(s, 1.5, "semantic", pts)
     x0 = bm.pack(fp.overlaps)
-    assert bm.jacobian_step == se.JACOBIAN_STEP  # not known to record minima before its first evaluation
+    assert bm.jacobian_step == JACOBIAN_STEP  # not known to record minima before its first evaluation
     bm.step(x0)
-    assert bm.jacobian_step < se.CONTINUE_RADIUS
+    assert bm.jacobian_step < CONTINUE_RADIUS
     J_fine, _ = jacobian(bm.step, x0, bm.jacobian_step, bm.layout.scale)
     assert bm.evaluations == {"full": 1, "continued": 1 + x0.size}
-    wide = se.branch_map(s, 1.5, "semantic", pts)
-    J_wide, _ = jacobian(wide.step, x0, se.JACOBIAN_STEP, wide.layout.scale)
+    wide = branch_map(s, 1.5, "semantic", pts)
+    J_wide, _ = jacobian(wide.step, x0, JACOBIAN_STEP, wide.layout.scale)
     # what the chord uses: (I - J)^-1; the two differences agree to a few per cent
     A_fine, A_wide = np.linalg.inv(np.eye(x0.size) - J_fine), np.linalg.inv(np.eye(x0.size) - J_wide)
     assert np.max(np.abs(A_fine - A_wide)) < 0.05 * np.max(np.abs(A_wide))
-    coarse = se.branch_map(s, 1.5, "semantic", gaussian_sobol(12, 4, 2))
+    coarse = branch_map(s, 1.5, "semantic", gaussian_sobol(12, 4, 2))
     coarse.step(x0)
-    assert coarse.jacobian_step == se.JACOBIAN_STEP
+    assert coarse.jacobian_step == JACOBIAN_STEP

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase import Setting
-from attnphase.theory.curves import AGNOSTIC_PIECE, curve_pieces, solve_curves
+from attnphase.theory.state_evolution.curves import AGNOSTIC_PIECE, curve_pieces, solve_curves
 
 
 def test_only_the_agnostic_curve_is_cut_and_the_pieces_cover_the_sorted_grid():

@@ -9,10 +9,10 @@ import pytest
 from scipy.stats import ortho_group
 
 from attnphase import Setting
-from attnphase.theory import FixedPoint, Overlaps, Status, branch_map, global_minimum, solve
-from attnphase.theory.fixed_point import Inadmissible, anderson
-from attnphase.theory.overlaps import Branch, Layout, canonical_gauge, rotate
-from attnphase.theory.quadrature import gaussian_sobol
+from attnphase.theory import FixedPoint, Overlaps, branch_map, global_minimum, solve
+from attnphase.theory.model.overlaps import Branch, Layout, canonical_gauge, rotate
+from attnphase.theory.model.quadrature import gaussian_sobol
+from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
 
 # ------------------------------------------------------------------ generic solver on toy maps
 
@@ -76,8 +76,8 @@ def test_canonical_gauge_picks_one_orbit_representative():
 def test_map_is_equivariant_under_student_rotations():
     """Q -> Q R is an exact symmetry: the map of rotated overlaps is the rotated map (r = 2, before gauge fixing).
     Pointwise only with the student noise rotated alike (xi_l -> xi_l R, same Gaussian law)."""
-    from attnphase.theory.channel import update_hatoverlaps
-    from attnphase.theory.prior import update_overlaps
+    from attnphase.theory.model.channel import update_hatoverlaps
+    from attnphase.theory.model.prior import update_overlaps
 
     s = Setting(L=2, r=2, r_star=1)
     z = gaussian_sobol(10, 6, 3)

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from attnphase import Setting
-from attnphase.theory.channel import points_dim, update_hatoverlaps
-from attnphase.theory.overlaps import HatOverlaps, Overlaps
-from attnphase.theory.prior import prior_energy, update_overlaps
-from attnphase.theory.quadrature import gaussian_sobol
+from attnphase.theory.model.channel import points_dim, update_hatoverlaps
+from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
+from attnphase.theory.model.prior import prior_energy, update_overlaps
+from attnphase.theory.model.quadrature import gaussian_sobol
 
 CASES = [
     # (L, r, r*, positions, overlaps, log2 of the number of points: Stein and pathwise derivatives agree only up to

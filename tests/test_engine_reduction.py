@@ -18,10 +18,10 @@ import pytest
 
 from attnphase import Setting
 from attnphase.theory import Overlaps, branch_map, solve
-from attnphase.theory.loss import target_diagonal
-from attnphase.theory.proximal import solve_prox
-from attnphase.theory.quadrature import gaussian_sobol
-from attnphase.theory.state_evolution import PRECISIONS
+from attnphase.theory.model.loss import target_diagonal
+from attnphase.theory.model.quadrature import gaussian_sobol
+from attnphase.theory.prox.two_token import solve_prox
+from attnphase.theory.state_evolution.precision import PRECISIONS
 
 
 def _study_map(z, alpha, q, m, V, theta, *, omega, A, sigma2, lam, rho, branch):

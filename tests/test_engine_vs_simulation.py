@@ -7,7 +7,7 @@ simulation"):
 - (3, 1, 1) simplex and (4, 1, 1) orthogonal: both starts end semantic; the theory's positional branch has no
   fixed point there (collapsed / left the admissible set).
 - (2, 2, 1): the rank-2 student ends in the mixed minimum (one direction semantic, one positional), the theory's
-  "free" branch from the mixed start (theory/starts.py).
+  "free" branch from the mixed start (theory/state_evolution/starts.py).
 - (2, 1, 2): the positional start ends on the positional branch.  The semantic branch is held at alpha = 4 with a
   whitened teacher (below); near the branch's end (alpha ~ 1.75) the free minima disagree, and the landscape at fixed
   theta says where: it agrees at large theta and the simulation lies above the theory at small theta (below).
@@ -32,7 +32,7 @@ import pytest
 
 from attnphase import Setting
 from attnphase.theory import Overlaps, solve
-from attnphase.theory.results import summaries
+from attnphase.theory.state_evolution.results import summaries
 
 OMEGA, ALPHA, D, SEEDS, REL = 0.3, 1.5, 500, (0, 1, 2, 3), 0.05
 # (L, r, r*, positions) -> [(theory branch, simulation start), ...]
@@ -74,8 +74,8 @@ def whitened_problem(setting: Setting, d: int, alpha: float, seed: int):  # noqa
     lower rank picks the stronger direction: a bias of order 1/sqrt(d) the theory's limit does not have."""
     import torch
 
-    from attnphase.simulation import sample_dataset
-    from attnphase.simulation.sampling import teacher_attention
+    from attnphase.experiments.simulation import sample_dataset
+    from attnphase.experiments.simulation.sampling import teacher_attention
 
     pb = sample_dataset(setting, d, alpha, seed=seed)
     w, U = torch.linalg.eigh(pb.Q_star.T @ pb.Q_star / d)
@@ -92,8 +92,8 @@ def content_losses(setting: Setting, d: int, alpha: float, seed: int, Q: np.ndar
     data Q was trained on (default: the seed's)."""
     import torch
 
-    from attnphase.simulation import sample_dataset
-    from attnphase.simulation.model import attention_matrix
+    from attnphase.experiments.simulation import sample_dataset
+    from attnphase.experiments.simulation.model import attention_matrix
 
     pb = problem if problem is not None else sample_dataset(setting, d, alpha, seed=seed)
     Qt = torch.as_tensor(Q, dtype=torch.float64)
@@ -113,11 +113,11 @@ def sim_record(setting: Setting, init: str, seed: int, d: int = D, alpha: float 
     :func:`whitened_problem` (same tokens, same optimiser and start rules as simulate)."""
     import torch
 
-    from attnphase.simulation import simulate
-    from attnphase.simulation.experiment import initial_Q, measure
-    from attnphase.simulation.measure import generalization_error
-    from attnphase.simulation.model import EmpiricalRisk
-    from attnphase.simulation.training import train
+    from attnphase.experiments.simulation import simulate
+    from attnphase.experiments.simulation.experiment import initial_Q, measure
+    from attnphase.experiments.simulation.measure import generalization_error
+    from attnphase.experiments.simulation.model import EmpiricalRisk
+    from attnphase.experiments.simulation.training import train
 
     torch.set_num_threads(1)
     L, r, rs = setting.L, setting.r, setting.r_star
@@ -175,9 +175,9 @@ def constrained_sim_record(setting: Setting, t: float, seed: int, d: int = D, al
     variance 0.7, i.e. q ~ sigma^2 0.7 ~ the semantic branch's q), or an array (d, 1) (projected)."""
     import torch
 
-    from attnphase.simulation.measure import overlaps
-    from attnphase.simulation.model import EmpiricalRisk
-    from attnphase.simulation.training import train
+    from attnphase.experiments.simulation.measure import overlaps
+    from attnphase.experiments.simulation.model import EmpiricalRisk
+    from attnphase.experiments.simulation.training import train
 
     torch.set_num_threads(1)
     if setting.r != 1:
@@ -251,8 +251,8 @@ def test_positional_branch_beyond_two_tokens_matches_simulation():
 def test_whitened_teacher_has_the_theory_rho_and_consistent_labels():
     import torch
 
-    from attnphase.simulation import sample_dataset
-    from attnphase.simulation.sampling import teacher_attention
+    from attnphase.experiments.simulation import sample_dataset
+    from attnphase.experiments.simulation.sampling import teacher_attention
 
     setting, d = setting_of((2, 1, 2, "antipodal")), 60
     pb = whitened_problem(setting, d, 1.0, 3)
@@ -316,7 +316,7 @@ def test_rank2_teacher_landscape_at_fixed_theta_near_the_branch_end():
     closing further).  Asserted: converged with the constraints held; agreement at t = 0.18, 0.21 and of the test
     errors; the paired excess at t = 0.12 positive (> 2 sem)
     at d = 500 and smaller at d = 1000.  Run time ~35 s."""
-    from attnphase.theory.landscape import constrained_fixed_point
+    from attnphase.theory.state_evolution.landscape import constrained_fixed_point
 
     setting = setting_of((2, 1, 2, "antipodal"))
     alpha, ts = 2.0, (0.06, 0.12, 0.18, 0.21)

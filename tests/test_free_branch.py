@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from attnphase import Setting
-from attnphase.theory import solve
-from attnphase.theory.starts import mixed_start, mixed_start_from
-from attnphase.theory.state_evolution import default_start
+from attnphase.theory.state_evolution.solve import mixed_start, solve
+from attnphase.theory.state_evolution.starts import default_start, mixed_start_from
 
 
 def test_free_branch_of_the_rank1_student_is_the_semantic_point():

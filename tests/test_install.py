@@ -55,7 +55,7 @@ def test_light_install_runs_theory_and_names_the_missing_extra(tmp_path: Path) -
 def test_library_and_cli_import_without_torch() -> None:
     """In any environment: importing the package, the theory and the CLI (parser included) never imports
     torch, which is what lets the light install work."""
-    code = ("import sys, attnphase, attnphase.theory, attnphase.cli, attnphase.store, attnphase.reproduce;"
+    code = ("import sys, attnphase, attnphase.theory, attnphase.cli, attnphase.experiments.store, attnphase.reproduce;"
             "attnphase.cli.build_parser(); print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})

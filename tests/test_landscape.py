@@ -8,7 +8,7 @@ import pytest
 
 from attnphase import Setting
 from attnphase.theory import Overlaps, solve
-from attnphase.theory.landscape import constrained_fixed_point, energy_curve
+from attnphase.theory.state_evolution.landscape import constrained_fixed_point, energy_curve
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import pytest
 from conftest import LINEAR, OMEGA, synthetic_curves
 
 from attnphase import plots
-from attnphase.theory.curves import Critical, global_minimum_curve
-from attnphase.theory.transition import TransitionResult
+from attnphase.theory.state_evolution.results import global_minimum_curve
+from attnphase.theory.transition.records import Critical, TransitionResult
 
 
 def synthetic_sim(ds: tuple[int, ...] = (100,), alphas: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
@@ -70,13 +70,13 @@ class Captured:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.figs: list = []
-        original = plots.save_figure
+        original = plots.style.save_figure
 
         def save(fig, out):
             self.figs.append(fig)
             return original(fig, out)
 
-        monkeypatch.setattr(plots, "save_figure", save)
+        monkeypatch.setattr(plots.style, "save_figure", save)
 
     @property
     def ax(self):
@@ -225,7 +225,7 @@ def test_finite_size_figure(tmp_path: Path) -> None:
 def _store(tmp_path: Path, ds: tuple[int, ...] = (8, 16), alphas: tuple[float, ...] = (1.0, 1.5)) -> Path:
     from test_sweep import fake_task
 
-    from attnphase.sweep import Grid, run_sweep
+    from attnphase.experiments.sweep import Grid, run_sweep
 
     path = tmp_path / "s.sqlite"
     run_sweep(path, Grid(d=ds, alphas=alphas, omegas=(OMEGA,), seeds=(0, 1), optimizer="lbfgs", n_test=100),

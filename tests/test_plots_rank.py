@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from attnphase import plots_rank
 from attnphase.cli import main
+from attnphase.plots import rank as plots_rank
 
 ALPHAS = (0.5, 1.0, 1.5)
 
@@ -36,7 +36,7 @@ def synthetic_records() -> dict:
 def test_artists_sit_at_the_records_values(tmp_path, monkeypatch):
     from conftest import capture_figures
 
-    figs = capture_figures(monkeypatch, plots_rank)
+    figs = capture_figures(monkeypatch)
     rec = synthetic_records()
     paths = plots_rank.plot_rank_test_error(rec, tmp_path / "rank2", omega=0.3, d=100, test_error_linear=0.002)
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)

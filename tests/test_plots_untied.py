@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from attnphase import plots_untied
 from attnphase.cli import main
+from attnphase.plots import untied as plots_untied
 
 ALPHAS = (0.5, 1.0, 1.5)
 
@@ -42,7 +42,7 @@ def synthetic_records() -> dict:
 def test_artists_sit_at_the_records_values(tmp_path, monkeypatch):
     from conftest import capture_figures
 
-    figs = capture_figures(monkeypatch, plots_untied)
+    figs = capture_figures(monkeypatch)
     paths = plots_untied.plot_untied(synthetic_records(), tmp_path / "untied", omega=0.3, d=100)
     assert [p.suffix for p in paths] == [".png", ".pdf"]
     axes = figs[0].axes

@@ -14,7 +14,7 @@ from attnphase.theory.prox._general_starts import own_starts as _own_starts_flat
 from attnphase.theory.prox._general_starts import score_form
 from attnphase.theory.prox.general import ProxResult, objective, own_starts, prox_general
 from attnphase.theory.prox.reference import prox_reference
-from attnphase.theory.proximal import loss_zeros, solve_prox
+from attnphase.theory.prox.two_token import loss_zeros, solve_prox
 
 
 def _naive_objective(h, w, T, Vinv, sigma2):

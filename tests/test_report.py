@@ -18,10 +18,10 @@ from conftest import LINEAR, fake_task, synthetic_curves
 from attnphase import plots
 from attnphase import reproduce as report
 from attnphase.cli import main
+from attnphase.experiments.store import ResultStore
 from attnphase.reproduce import theory_jobs
 from attnphase.setting import Setting
-from attnphase.store import ResultStore
-from attnphase.theory.results import FixedPoint
+from attnphase.theory.state_evolution.results import FixedPoint
 
 
 def _tiny_plan() -> report.Plan:
@@ -108,13 +108,13 @@ def test_transition_record_round_trip() -> None:
 def _capture_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Record every figure the plotting module saves, by file stem, to inspect what was drawn."""
     figures: dict[str, Any] = {}
-    save = plots.save_figure
+    save = plots.style.save_figure
 
     def recording(fig: Any, out: Any) -> list[Path]:
         figures[Path(out).name.split(".")[0]] = fig
         return save(fig, out)
 
-    monkeypatch.setattr(plots, "save_figure", recording)
+    monkeypatch.setattr(plots.style, "save_figure", recording)
     return figures
 
 
@@ -308,7 +308,7 @@ def fake_basins_task(point: Any) -> dict:
 
 
 def _tiny_basins_plan() -> report.Plan:
-    from attnphase.basins import QuickPlan
+    from attnphase.experiments.basins_study import QuickPlan
 
     bp = QuickPlan(heat_d=8, heat_alphas=(0.5, 1.0, 1.5), heat_omegas=(0.1, 0.3), fraction_ds=(4, 8),
                    fraction_omega=0.3, starts=3, init_scale=1.0, n_test=100, trajectory_d=8, trajectory_alpha=1.5,
@@ -317,8 +317,8 @@ def _tiny_basins_plan() -> report.Plan:
 
 
 def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from attnphase import plots_basins
-    from attnphase.basins import basins_summary
+    from attnphase.experiments.basins_study import basins_summary
+    from attnphase.plots import basins as plots_basins
     from attnphase.reproduce import pipeline
     from attnphase.reproduce.basins import FIGURES_BASINS
     from attnphase.reproduce.markdown import fraction_text
@@ -327,8 +327,9 @@ def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, mon
     _install(monkeypatch, FakeTheory())
     monkeypatch.setattr(pipeline, "make_figures", lambda *a: ({}, []))  # (a)-(e) are tested above; seconds each
     drawn: dict[str, Any] = {}
-    save = plots_basins.save
-    monkeypatch.setattr(plots_basins, "save", lambda fig, out: (drawn.__setitem__(Path(out).name, fig), save(fig, out))[1])
+    save = plots_basins.style.save_figure
+    monkeypatch.setattr(plots_basins.style, "save_figure",
+                        lambda fig, out: (drawn.__setitem__(Path(out).name, fig), save(fig, out))[1])
     out = tmp_path / "rep"
     plan = _tiny_basins_plan()
     text = report.reproduce(out, plan=plan, task=fake_task, basins_task=fake_basins_task, progress=False).read_text()

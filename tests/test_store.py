@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnphase.cli.common import parse_spec
-from attnphase.store import (
+from attnphase.experiments.store import (
     APPLICATION_ID,
     KEY_FIELDS,
     SCHEMA_VERSION,

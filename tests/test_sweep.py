@@ -16,8 +16,8 @@ import pytest
 from conftest import TESTS_DIR, fake_task, flaky_task
 
 from attnphase.cli import main
-from attnphase.store import KEY_FIELDS, ResultStore, load_results
-from attnphase.sweep import Grid, SweepSummary, run_sweep
+from attnphase.experiments.store import KEY_FIELDS, ResultStore, load_results
+from attnphase.experiments.sweep import Grid, SweepSummary, run_sweep
 
 
 def small_grid(**over) -> Grid:

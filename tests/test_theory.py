@@ -8,9 +8,9 @@ from scipy.optimize import minimize
 
 from attnphase import Setting
 from attnphase.theory import Status, find_crossing, linear_baseline, solve
-from attnphase.theory.loss import attention_loss, loss_derivatives, target_diagonal
-from attnphase.theory.proximal import objective, solve_prox
-from attnphase.theory.quadrature import gaussian_sobol
+from attnphase.theory.model.loss import attention_loss, loss_derivatives, target_diagonal
+from attnphase.theory.model.quadrature import gaussian_sobol
+from attnphase.theory.prox.two_token import objective, solve_prox
 
 A = np.array([[0.6, 0.4], [0.4, 0.6]])
 S2 = 0.25

@@ -27,7 +27,7 @@ SETTING = Setting(omega=0.3)
 
 
 def _runs(init: str):
-    from attnphase.simulation import simulate
+    from attnphase.experiments.simulation import simulate
 
     return [simulate(SETTING, D, ALPHA, init=init, optimizer="lbfgs", seed=s, n_test=10000, device="cpu")
             for s in SEEDS]
@@ -73,7 +73,7 @@ def test_semantic_wins_at_this_alpha_in_both():
     pos = solve(SETTING, ALPHA, branch="positional")
     sem = solve(SETTING, ALPHA, branch="semantic")
     theory_says_semantic = sem.train_loss < pos.train_loss
-    from attnphase.simulation import simulate
+    from attnphase.experiments.simulation import simulate
 
     wins = 0
     for s in SEEDS:

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 
 from attnphase import Setting
-from attnphase.theory import _branch_map as bm
-from attnphase.theory.branch_ends import branch_end
-from attnphase.theory.curves import Critical, global_minimum_curve, spread_halfwidth
-from attnphase.theory.state_evolution import Precision, solve
-from attnphase.theory.transition import check_transition_args, transition
-from attnphase.theory.transition_roots import noisy_root
+from attnphase.theory.state_evolution.precision import Precision
+from attnphase.theory.state_evolution.results import global_minimum_curve
+from attnphase.theory.state_evolution.solve import solve
+from attnphase.theory.transition import adapter_map as bm
+from attnphase.theory.transition.driver import check_transition_args, transition
+from attnphase.theory.transition.ends import branch_end
+from attnphase.theory.transition.records import Critical, spread_halfwidth
+from attnphase.theory.transition.roots import noisy_root
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +104,10 @@ def _forbid_work(monkeypatch: pytest.MonkeyPatch, message: str) -> None:
     def no_work(*a, **k):
         raise AssertionError(message)
 
-    for module, names in (("attnphase.theory.transition", ("linear_baseline",)),
-                          ("attnphase.theory.transition_study", ("branch_end", "merge_end")),
-                          ("attnphase.theory.transition_general", ("validity_ends",)),
-                          ("attnphase.theory.state_evolution", ("solve", "solve_curve"))):
+    for module, names in (("attnphase.theory.transition.driver", ("linear_baseline",)),
+                          ("attnphase.theory.transition.strategies", ("branch_end", "merge_end", "validity_ends")),
+                          ("attnphase.theory.state_evolution.solve", ("solve",)),
+                          ("attnphase.theory.state_evolution.curves", ("solve", "solve_curve"))):
         for name in names:
             monkeypatch.setattr(importlib.import_module(module), name, no_work)
 
@@ -283,8 +285,7 @@ def test_semantic_end_inside_a_brute_force_scan(omega: float) -> None:
 
 
 def test_solve_curves_is_solve_curve_per_branch() -> None:
-    from attnphase.theory.curves import solve_curves
-    from attnphase.theory.state_evolution import solve_curve
+    from attnphase.theory.state_evolution.curves import solve_curve, solve_curves
 
     s = Setting(omega=0.3)
     got = solve_curves(s, [1.5], ("positional", "semantic"), precision="fast")
@@ -300,9 +301,8 @@ def test_positional_slope_guards_the_not_in_range_claim():
     """At small omega the agnostic point turns stable again in m at large alpha (the positional branch can merge
     back into it): the slope, checked against a finite difference of the raw map, is below 1 at omega = 0.05 and
     above 1 at omega = 0.3 (alpha = 2), so only the latter may report 'not in range' for the positional end."""
-    from attnphase.theory import _branch_map as bm
-    from attnphase.theory.branch_ends import _agnostic_start
-    from attnphase.theory.transition import positional_slope
+    from attnphase.theory.transition import adapter_map as bm
+    from attnphase.theory.transition.ends import _agnostic_start, positional_slope
 
     for omega, below in ((0.05, True), (0.3, False)):
         s = Setting(omega=omega)
@@ -322,8 +322,7 @@ def test_positional_merge_at_small_omega_is_a_located_pitchfork():
     """omega = 0.05: the positional branch merges back into the agnostic point where the slope in m falls through
     1; merge_end reports it as a pitchfork whose interval the slope (independently evaluated on other points)
     crosses, with the slope above 1 below it and below 1 above it."""
-    from attnphase.theory.branch_ends import merge_end
-    from attnphase.theory.transition import positional_slope
+    from attnphase.theory.transition.ends import merge_end, positional_slope
 
     s = Setting(omega=0.05)
     end = merge_end(s, "positional", 0.2, 2.0, "fast")

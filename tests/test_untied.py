@@ -12,8 +12,8 @@ from conftest import assert_gradient_matches_autograd_and_finite_differences
 
 from attnphase import Setting
 from attnphase.cli import main
-from attnphase.simulation import EmpiricalRisk, sample_dataset, sample_errors, simulate
-from attnphase.simulation.model import split_weights
+from attnphase.experiments.simulation import EmpiricalRisk, sample_dataset, sample_errors, simulate
+from attnphase.experiments.simulation.model import split_weights
 
 
 def _problem(r: int = 1, d: int = 7, seed: int = 1):
@@ -110,7 +110,7 @@ def test_cli_simulate_untied(capsys):
 # -- The asymptotic theory of the untied student (field rank 2r, scores h^Q h^K^T)
 
 def test_setting_student_field_and_json():
-    from attnphase.theory.overlaps import Layout
+    from attnphase.theory.model.overlaps import Layout
 
     tied, untied = Setting(), Setting(student="untied")
     assert "student" not in tied.to_dict()  # the study's JSON and store keys are unchanged
@@ -128,7 +128,7 @@ def test_setting_student_field_and_json():
 
 
 def _untied_overlaps(seed: int = 0, r: int = 1, rs: int = 1, L: int = 2):
-    from attnphase.theory.overlaps import Overlaps
+    from attnphase.theory.model.overlaps import Overlaps
 
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(2 * r, 2 * r))
@@ -142,8 +142,8 @@ def test_untied_gauge_rotates_query_and_key_together(r, rs):
     representative on each orbit and never mixes query and key fields (the bilinear overlaps survive)."""
     from scipy.stats import ortho_group
 
-    from attnphase.theory.overlaps import canonical_gauge, rotate
-    from attnphase.theory.results import summaries
+    from attnphase.theory.model.overlaps import canonical_gauge, rotate
+    from attnphase.theory.state_evolution.results import summaries
 
     o = _untied_overlaps(r=r, rs=rs)
     R = ortho_group.rvs(r, random_state=1) if r > 1 else np.array([[-1.0]])
@@ -164,8 +164,8 @@ def test_untied_gauge_rotates_query_and_key_together(r, rs):
 
 def test_untied_summaries_are_the_simulation_records():
     """r = r* = 1: m = sqrt|m_Q m_K|, theta = sqrt|theta_Q theta_K|, q = the Q-K overlap (docs/untied.md)."""
-    from attnphase.theory.overlaps import Overlaps
-    from attnphase.theory.results import summaries
+    from attnphase.theory.model.overlaps import Overlaps
+    from attnphase.theory.state_evolution.results import summaries
 
     o = Overlaps(q=[[0.04, 0.03], [0.03, 0.05]], m=[[0.2, -0.3], [-0.2, 0.3]], V=np.eye(2) * 15,
                  theta=[[0.1], [0.4]], untied=True)
@@ -176,8 +176,8 @@ def test_untied_summaries_are_the_simulation_records():
 
 
 def test_lift_to_untied():
-    from attnphase.theory.overlaps import Overlaps, lift_to_untied
-    from attnphase.theory.results import summaries
+    from attnphase.theory.model.overlaps import Overlaps, lift_to_untied
+    from attnphase.theory.state_evolution.results import summaries
 
     t = Overlaps(q=0.05, m=0.2, V=15.0, theta=0.3)
     u = lift_to_untied(t, corr=0.5)
@@ -192,15 +192,15 @@ def test_lift_to_untied():
 
 
 def _tiny():
-    from attnphase.theory.state_evolution import Precision
+    from attnphase.theory.state_evolution.precision import Precision
 
     # 2^10 points, 2 scramblings: a smoke-test precision (a few seconds), not a result.
     return Precision("tiny", 10, 2, 1e-3, max_iter=60, accept=3e-2)
 
 
 def test_untied_theory_solves_and_round_trips():
-    from attnphase.theory import FixedPoint, solve
-    from attnphase.theory.results import untied_summaries
+    from attnphase.theory import solve
+    from attnphase.theory.state_evolution.results import FixedPoint, untied_summaries
 
     s = Setting(omega=0.3, student="untied")
     fp = solve(s, 2.0, "positional", precision=_tiny())
@@ -216,7 +216,7 @@ def test_untied_theory_solves_and_round_trips():
     back = FixedPoint.from_dict(json.loads(json.dumps(fp.to_dict())))
     assert back.overlaps.untied and back.summary() == pytest.approx(summ)
     # a tied-shaped init is a clear error before any work (overlaps.lift_to_untied lifts it)
-    from attnphase.theory.overlaps import Overlaps
+    from attnphase.theory.model.overlaps import Overlaps
 
     with pytest.raises(ValueError, match="lift_to_untied"):
         solve(s, 2.0, "positional", precision=_tiny(), init=Overlaps(q=0.05, m=0.2, V=15.0, theta=0.0))

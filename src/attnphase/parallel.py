@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from attnphase.errors import InputError, InputTypeError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -19,9 +21,9 @@ R = TypeVar("R")
 def check_workers(workers: Any) -> int:
     """workers must be a positive int (bools refused)."""
     if isinstance(workers, bool) or not isinstance(workers, int):
-        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
+        raise InputTypeError(f"workers must be an int, got {type(workers).__name__}")
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InputError(f"workers must be >= 1, got {workers}")
     return workers
 
 

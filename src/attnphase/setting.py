@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.errors import InputError, InputTypeError
+
 STUDY_A = ((0.6, 0.4), (0.4, 0.6))
 APPENDIX_A = ((0.3, 0.7), (0.8, 0.2))
 POSITION_PRESETS = ("antipodal", "orthogonal", "simplex")
@@ -33,20 +35,20 @@ DEFAULT_MIX = 0.8
 def check_number(name: str, value: Any) -> float:
     """A finite real number (int, float or numpy scalar; not bool, not str), as a float."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+        raise InputTypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     x = float(value)
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise InputError(f"{name} must be finite, got {value!r}")
     return x
 
 
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """An integer (int or numpy integer; not bool, not float, not str), optionally >= minimum."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise InputTypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     v = int(value)
     if minimum is not None and v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+        raise InputError(f"{name} must be >= {minimum}, got {v}")
     return v
 
 
@@ -58,7 +60,7 @@ def check_alpha(alpha: Any) -> float:
     """Validate a sample complexity alpha = n/d (finite, > 0)."""
     a = check_number("alpha", alpha)
     if a <= 0:
-        raise ValueError(f"alpha must be > 0, got {a:g}")
+        raise InputError(f"alpha must be > 0, got {a:g}")
     return a
 
 
@@ -68,7 +70,7 @@ def parse_matrix(text: str, name: str = "A") -> tuple[tuple[float, ...], ...]:
     try:
         out = tuple(tuple(float(v) for v in row.split(",")) for row in rows)
     except ValueError:
-        raise ValueError(f"{name} must look like 'a11,a12;a21,a22', got {text!r}") from None
+        raise InputError(f"{name} must look like 'a11,a12;a21,a22', got {text!r}") from None
     return out
 
 
@@ -77,7 +79,7 @@ def mixing_A(L: int, a: float = DEFAULT_MIX) -> tuple[tuple[float, ...], ...]:
     L = check_int("L", L, 2)
     a = check_number("a", a)
     if not 0.0 <= a <= 1.0:
-        raise ValueError(f"a must lie in [0, 1], got {a:g}")
+        raise InputError(f"a must lie in [0, 1], got {a:g}")
     M = (1.0 - a) * np.eye(L) + (a / L) * np.ones((L, L))
     return tuple(tuple(float(v) for v in row) for row in M)
 
@@ -86,14 +88,14 @@ def gram_preset(name: str, L: int) -> np.ndarray:
     """Gram matrix of a named positional code for L tokens."""
     if name == "antipodal":
         if L != 2:
-            raise ValueError(f"positions 'antipodal' exist for L = 2 only (got L = {L}); use 'simplex' or 'orthogonal'")
+            raise InputError(f"positions 'antipodal' exist for L = 2 only (got L = {L}); use 'simplex' or 'orthogonal'")
         return np.array([[1.0, -1.0], [-1.0, 1.0]])
     if name == "orthogonal":
         return np.eye(L)
     if name == "simplex":
         # Unit norms, p_1 + ... + p_L = 0 (the regular simplex); equals 'antipodal' at L = 2.
         return (L / (L - 1.0)) * (np.eye(L) - np.ones((L, L)) / L)
-    raise ValueError(f"positions must be one of {', '.join(POSITION_PRESETS)} or an L x L matrix, got {name!r}")
+    raise InputError(f"positions must be one of {', '.join(POSITION_PRESETS)} or an L x L matrix, got {name!r}")
 
 
 def _as_matrix(name: str, value: Any) -> np.ndarray:
@@ -105,21 +107,21 @@ def _as_matrix(name: str, value: Any) -> np.ndarray:
         try:
             rows = [list(r) for r in value]
         except TypeError:
-            raise TypeError(f"{name} must be a matrix (rows of numbers), got {value!r}") from None
+            raise InputTypeError(f"{name} must be a matrix (rows of numbers), got {value!r}") from None
         for row in rows:
             for v in row:
                 check_number(name, v)
         try:
             arr = np.array(rows, dtype=float)
         except ValueError:
-            raise ValueError(f"{name} must be a square matrix with rows of equal length, got {value!r}") from None
+            raise InputError(f"{name} must be a square matrix with rows of equal length, got {value!r}") from None
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+        raise InputTypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
     arr = np.array(arr, dtype=float)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be a square matrix, got shape {arr.shape}")
+        raise InputError(f"{name} must be a square matrix, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite numbers")
+        raise InputError(f"{name} must contain only finite numbers")
     return arr
 
 
@@ -160,33 +162,33 @@ class Setting:
     def __post_init__(self) -> None:
         omega = check_number("omega", self.omega)
         if not 0.0 <= omega <= 1.0:
-            raise ValueError(f"omega must lie in [0, 1], got {omega:g}")
+            raise InputError(f"omega must lie in [0, 1], got {omega:g}")
         sigma = check_number("sigma", self.sigma)
         if sigma <= 0:
-            raise ValueError(f"sigma must be > 0, got {sigma:g}")
+            raise InputError(f"sigma must be > 0, got {sigma:g}")
         lam = check_number("lam", self.lam)
         if lam < 0:
-            raise ValueError(f"lambda must be >= 0, got {lam:g}")
+            raise InputError(f"lambda must be >= 0, got {lam:g}")
         r = check_int("r", self.r, 1)
         r_star = check_int("r_star", self.r_star, 1)
         L = None if self.L is None else check_int("L", self.L, 2)
         if not isinstance(self.student, str):
-            raise TypeError(f"student must be a string, got {type(self.student).__name__} {self.student!r}")
+            raise InputTypeError(f"student must be a string, got {type(self.student).__name__} {self.student!r}")
         if self.student not in STUDENTS:
-            raise ValueError(f"student must be one of {', '.join(STUDENTS)}, got {self.student!r}")
+            raise InputError(f"student must be one of {', '.join(STUDENTS)}, got {self.student!r}")
         if self.A is None:
             arr = np.array(STUDY_A if L in (None, 2) else mixing_A(L))
         else:
             arr = _as_matrix("A", self.A)
         if arr.shape[0] < 2:
-            raise ValueError(f"A must be a square L x L matrix with L >= 2, got shape {arr.shape}")
+            raise InputError(f"A must be a square L x L matrix with L >= 2, got shape {arr.shape}")
         if L is not None and arr.shape[0] != L:
-            raise ValueError(f"A is {arr.shape[0]} x {arr.shape[0]} but L = {L}")
+            raise InputError(f"A is {arr.shape[0]} x {arr.shape[0]} but L = {L}")
         L = arr.shape[0]
         if np.any(arr < 0):
-            raise ValueError("A must have non-negative entries")
+            raise InputError("A must have non-negative entries")
         if not np.allclose(arr.sum(axis=1), 1.0, atol=1e-9):
-            raise ValueError(f"A must be row-stochastic (rows sum to 1), row sums are {arr.sum(axis=1).tolist()}")
+            raise InputError(f"A must be row-stochastic (rows sum to 1), row sums are {arr.sum(axis=1).tolist()}")
         pos = self.positions
         if pos is None:
             pos = "antipodal" if L == 2 else "simplex"
@@ -196,11 +198,11 @@ class Setting:
         else:
             G = _as_matrix("positions", pos)
             if G.shape[0] != L:
-                raise ValueError(f"positions (Gram matrix) is {G.shape[0]} x {G.shape[0]} but L = {L}")
+                raise InputError(f"positions (Gram matrix) is {G.shape[0]} x {G.shape[0]} but L = {L}")
             if not np.allclose(G, G.T, atol=1e-10):
-                raise ValueError("positions (Gram matrix) must be symmetric")
+                raise InputError("positions (Gram matrix) must be symmetric")
             if np.linalg.eigvalsh(G).min() < -1e-10 * max(1.0, float(np.abs(G).max())):
-                raise ValueError("positions (Gram matrix) must be positive semi-definite")
+                raise InputError("positions (Gram matrix) must be positive semi-definite")
             pos = _frozen(G)
         object.__setattr__(self, "omega", omega)
         object.__setattr__(self, "sigma", sigma)
@@ -300,9 +302,9 @@ class Setting:
     def require_study_geometry(self) -> None:
         """For code paths that exist only for L = 2, r = r* = 1, antipodal positions (and the tied student)."""
         if self.untied:
-            raise ValueError("this path implements the tied student only; got student='untied'")
+            raise InputError("this path implements the tied student only; got student='untied'")
         if not self.is_study_geometry:
-            raise ValueError(
+            raise InputError(
                 f"this path implements L = 2, r = r* = 1, antipodal positions; got L = {self.L}, r = {self.r}, "
                 f"r* = {self.r_star}, positions {self.positions_label}"
             )

@@ -1,4 +1,6 @@
-"""The `attnphase` command line: thin wrappers over the library (errors: one line, exit code 2).
+"""The `attnphase` command line: thin wrappers over the library.  Bad input (attnphase.errors.InputError /
+InputTypeError, a file that cannot be used) is one line with exit code 2; any other exception is a bug and keeps
+its traceback (exit code 1).
 
 Documentation of every command, option and printed quantity: the project's docs/ (``make docs``).
 """
@@ -10,8 +12,10 @@ import functools
 import importlib
 import sqlite3
 import sys
+import traceback
 
-from attnphase.cli.common import CLIError, check_common_options, extra_for_module, require_extra
+from attnphase.cli.common import check_common_options, extra_for_module, require_extra
+from attnphase.errors import InputError, InputTypeError
 
 # Each module defines register(subparsers); a subcommand's handler is stored as `func`.
 _COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins")
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{prog}: error: this needs the '{extra}' extra: pip install 'attnphase[{extra}]'", file=sys.stderr)
         return 2
-    except (CLIError, ValueError, TypeError, FileNotFoundError) as exc:
+    except (InputError, InputTypeError, FileNotFoundError) as exc:
         print(f"{prog}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except (OSError, sqlite3.Error) as exc:  # a path or a file that cannot be used as asked
@@ -117,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted (finished results are kept)", file=sys.stderr)
         return 130
+    except Exception:
+        # Not bad input: a bug.  Its traceback is what a report needs.
+        traceback.print_exc()
+        print(f"{prog}: internal error (a bug in attnphase, not in your input): please report the traceback above",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,7 @@ from typing import Any
 
 from attnphase.cli.common import add_setting_args, parse_int_spec, parse_spec
 from attnphase.cli.simulate import OPTIMIZERS, STUDENTS
+from attnphase.errors import InputError
 
 
 def register(subparsers: Any) -> None:
@@ -48,23 +49,23 @@ def register(subparsers: Any) -> None:
 
 
 def _grids(args: argparse.Namespace) -> list:
+    from attnphase.experiments.simulation.basins import basins_grids
     from attnphase.setting import parse_matrix
-    from attnphase.simulation.basins import basins_grids
 
     if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+        raise InputError(f"--workers must be >= 1, got {args.workers}")
     if args.n_test < 1:
-        raise ValueError(f"--n-test must be >= 1, got {args.n_test}")
+        raise InputError(f"--n-test must be >= 1, got {args.n_test}")
     if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
-        raise ValueError(f"--device must be cpu or cuda, got {args.device!r}")
+        raise InputError(f"--device must be cpu or cuda, got {args.device!r}")
     if args.device and str(args.device).startswith("cuda"):
-        from attnphase.simulation.sampling import resolve_device
+        from attnphase.experiments.simulation.sampling import resolve_device
 
         resolve_device(args.device)
     options: dict[str, Any] = {k: v for k, v in (("steps", args.steps), ("lr", args.lr)) if v is not None}
     if args.warmup is not None:
         if args.optimizer != "lbfgs":
-            raise ValueError("--warmup applies to --optimizer lbfgs only")
+            raise InputError("--warmup applies to --optimizer lbfgs only")
         options["warmup"] = args.warmup
     if args.record_every:
         options["record_every"] = args.record_every
@@ -79,7 +80,7 @@ def _grids(args: argparse.Namespace) -> list:
 
 
 def _basins(args: argparse.Namespace) -> int:
-    from attnphase.simulation.basins import check_grids_memory, run_basins
+    from attnphase.experiments.simulation.basins import check_grids_memory, run_basins
 
     grids = _grids(args)
     check_grids_memory(grids, args.workers if args.scheduler is None else 1, args.student)

@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.errors import InputError
 from attnphase.setting import POSITION_PRESETS, Setting
 
 DEFAULT_A_TEXT = "0.6,0.4;0.4,0.6"
 
 
-class CLIError(ValueError):
+class CLIError(InputError):
     """A user error: printed as one line, exit code 2."""
 
 
@@ -199,7 +200,7 @@ def parse_spec(spec: str, name: str = "value") -> list[float]:
     """A number, a comma list, or start:stop:num (inclusive linspace)."""
     text = str(spec).strip()
     if not text:
-        raise ValueError(f"{name}: empty specification")
+        raise InputError(f"{name}: empty specification")
     try:
         if ":" in text:
             parts = text.split(":")
@@ -213,12 +214,12 @@ def parse_spec(spec: str, name: str = "value") -> list[float]:
         else:
             values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ValueError(f"{name}: expected a number, a comma list or start:stop:num, got {spec!r}") from None
+        raise InputError(f"{name}: expected a number, a comma list or start:stop:num, got {spec!r}") from None
     if not values:
-        raise ValueError(f"{name}: empty specification")
+        raise InputError(f"{name}: empty specification")
     for v in values:
         if not math.isfinite(v):
-            raise ValueError(f"{name}: values must be finite, got {spec!r}")
+            raise InputError(f"{name}: values must be finite, got {spec!r}")
     return values
 
 
@@ -236,9 +237,9 @@ def parse_int_spec(spec: str, name: str = "value") -> list[int]:
             return list(range(a, b + 1))
         out = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise ValueError(f"{name}: expected an integer, a comma list or start:stop, got {spec!r}") from None
+        raise InputError(f"{name}: expected an integer, a comma list or start:stop, got {spec!r}") from None
     if not out:
-        raise ValueError(f"{name}: empty specification")
+        raise InputError(f"{name}: empty specification")
     return out
 
 

@@ -20,6 +20,7 @@ from attnphase.cli.common import (
     positive_int,
     setting_from_args,
 )
+from attnphase.errors import InputError
 from attnphase.progress import progress_bar
 
 KINDS = ("test-error", "loss-difference", "overlaps", "phase-diagram", "finite-size", "rank2", "untied")
@@ -82,15 +83,15 @@ def _alphas(args: argparse.Namespace, default: str) -> list[float]:
     alphas = parse_spec(args.alphas if args.alphas is not None else default, "--alphas")
     bad = [a for a in alphas if a <= 0]
     if bad:
-        raise ValueError(f"--alphas: alpha must be > 0, got {bad[0]:g}")
+        raise InputError(f"--alphas: alpha must be > 0, got {bad[0]:g}")
     return sorted(set(alphas))
 
 
 def _simulations(args: argparse.Namespace, setting: Any) -> Any:
     if args.store is None:
         return None
+    from attnphase.experiments.store import load_results
     from attnphase.reproduce.simulations import rows_for_setting
-    from attnphase.store import load_results
 
     df = rows_for_setting(load_results(args.store), setting)
     if df is None or len(df) == 0:
@@ -99,7 +100,7 @@ def _simulations(args: argparse.Namespace, setting: Any) -> Any:
                   file=sys.stderr)
         return None
     if args.d is not None and args.d not in set(df["d"].astype(int)):
-        raise ValueError(f"--d {args.d}: not in the store (sizes: {sorted(set(df['d'].astype(int)))})")
+        raise InputError(f"--d {args.d}: not in the store (sizes: {sorted(set(df['d'].astype(int)))})")
     return df
 
 
@@ -128,7 +129,7 @@ def _plot(args: argparse.Namespace) -> int:
     if args.store is not None:
         check_input_file(args.store, "--store", what="store")
     if kind == "finite-size" and args.store is None:
-        raise ValueError("finite-size needs --store (simulations at several d)")
+        raise InputError("finite-size needs --store (simulations at several d)")
     if kind == "phase-diagram":
         omegas = sorted(set(parse_spec(args.omegas, "--omegas")))
         for w in omegas:
@@ -136,7 +137,7 @@ def _plot(args: argparse.Namespace) -> int:
     else:
         alphas = _alphas(args, _DEFAULT_FS_ALPHA if kind == "finite-size" else _DEFAULT_ALPHAS)
         if kind == "finite-size" and len(alphas) != 1:
-            raise ValueError(f"finite-size: --alphas must be a single alpha, got {len(alphas)} values")
+            raise InputError(f"finite-size: --alphas must be a single alpha, got {len(alphas)} values")
     sim = _simulations(args, setting)
     out = Path(args.out)
 
@@ -148,11 +149,11 @@ def _plot(args: argparse.Namespace) -> int:
         paths = plots.plot_phase_diagram(transitions, out, alpha_max=args.alpha_max, simulation=sim, d=args.d)
     elif kind == "finite-size":
         if sim is None:
-            raise ValueError(f"finite-size: no simulations with this setting in {args.store}")
+            raise InputError(f"finite-size: no simulations with this setting in {args.store}")
         at = sim[np.isclose(sim["alpha"].astype(float), alphas[0], rtol=0, atol=1e-9)
                  & np.isclose(sim["omega"].astype(float), setting.omega, rtol=0, atol=1e-9)]
         if len(at) == 0:
-            raise ValueError(f"finite-size: no simulations at alpha = {alphas[0]:g}, "
+            raise InputError(f"finite-size: no simulations at alpha = {alphas[0]:g}, "
                              f"omega = {setting.omega:g} in {args.store}")
         from attnphase.theory import linear_baseline, solve
 
@@ -162,7 +163,7 @@ def _plot(args: argparse.Namespace) -> int:
                                        test_error_linear=linear_baseline(setting).test_error_linear)
     else:
         import attnphase.theory as theory
-        from attnphase.theory.curves import global_minimum_curve
+        from attnphase.theory.state_evolution.results import global_minimum_curve
 
         curves = _curves(setting, alphas, args.precision, progress)
         # alpha_c, alpha_l: the theory's values, exactly those `attnphase transition` prints for this setting
@@ -191,21 +192,21 @@ def _load_records(args: argparse.Namespace, script: str, keys: tuple[str, ...]) 
     import json
 
     if args.records is None:
-        raise ValueError(f"{args.kind} needs --records (the JSON written by {script})")
+        raise InputError(f"{args.kind} needs --records (the JSON written by {script})")
     check_input_file(args.records, "--records", what="records")
     try:
         records = json.loads(Path(args.records).read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--records: {args.records} is not JSON ({exc.msg})") from None
+        raise InputError(f"--records: {args.records} is not JSON ({exc.msg})") from None
     if not isinstance(records, dict) or not (set(keys) & set(records)):
-        raise ValueError(f"--records: {args.records} has neither " + " nor ".join(f"'{k}'" for k in keys)
+        raise InputError(f"--records: {args.records} has neither " + " nor ".join(f"'{k}'" for k in keys)
                          + " rows")
     return records
 
 
 def _plot_rank2(args: argparse.Namespace) -> int:
     """Draw the rank comparison from computed records (no physics here: the records carry the numbers)."""
-    from attnphase.plots_rank import plot_rank_test_error
+    from attnphase.plots.rank import plot_rank_test_error
 
     records = _load_records(args, "benchmarks/rank2.py", ("theory", "simulation"))
     omega = (records.get("setting") or {}).get("omega")
@@ -218,7 +219,7 @@ def _plot_rank2(args: argparse.Namespace) -> int:
 
 def _plot_untied(args: argparse.Namespace) -> int:
     """Draw tied vs untied from computed records (no physics here: the records carry the theory values)."""
-    from attnphase.plots_untied import plot_untied
+    from attnphase.plots.untied import plot_untied
 
     records = _load_records(args, "benchmarks/untied.py --json", ("theory", "runs"))
     omega = (records.get("setting") or {}).get("omega")

@@ -14,11 +14,12 @@ from attnphase.cli.common import (
     parse_spec,
     setting_from_args,
 )
+from attnphase.errors import InputError
 
 SIM_COLUMNS = ("d", "n", "alpha", "omega", "init", "optimizer", "seed", "q", "m", "theta", "train_loss",
                "test_error", "test_error_linear", "converged", "seconds")
 COMPARED = ("m", "theta", "q", "train_loss", "test_error")
-# Copies of attnphase.simulation.INITS / OPTIMIZERS / STUDENTS (a test keeps them equal), the one set every
+# Copies of attnphase.experiments.simulation.INITS / OPTIMIZERS / STUDENTS (a test keeps them equal), the one set every
 # training command's parser uses: importing the simulation package here would import torch every time any
 # subcommand's parser is built.
 INITS = ("positional", "semantic", "random", "positional_unit")
@@ -77,7 +78,7 @@ def _omega(args: argparse.Namespace) -> float:
     try:
         return float(args.omega)
     except ValueError:
-        raise ValueError(f"--omega: expected one number, got {args.omega!r}") from None
+        raise InputError(f"--omega: expected one number, got {args.omega!r}") from None
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from attnphase.simulation import simulate
+    from attnphase.experiments.simulation import simulate
 
     setting = setting_from_args(args, omega=_omega(args))
     seeds = parse_int_spec(args.seeds, "--seeds") if args.seeds is not None else [args.seed or 0]
@@ -112,12 +113,12 @@ def _mean_se(values: list[float]) -> tuple[float, float | None]:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from attnphase.simulation import simulate
+    from attnphase.experiments.simulation import simulate
 
     try:
         from attnphase.theory import linear_baseline, solve
     except ImportError as exc:
-        raise ValueError(f"the theory engine is not available ({exc})") from None
+        raise InputError(f"the theory engine is not available ({exc})") from None
     setting = setting_from_args(args, omega=_omega(args))
     alphas = parse_spec(args.alpha, "--alpha")
     seeds = parse_int_spec(args.seeds, "--seeds")

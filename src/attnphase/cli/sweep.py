@@ -17,6 +17,7 @@ from attnphase.cli.common import (
     positive_int,
 )
 from attnphase.cli.simulate import INITS, OPTIMIZERS, STUDENTS
+from attnphase.errors import InputError
 
 DEVICES = ("cpu", "cuda")
 
@@ -78,7 +79,7 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
         key, sep, text = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not key.isidentifier():
-            raise ValueError(f"--opt: expected KEY=VALUE, got {item!r}")
+            raise InputError(f"--opt: expected KEY=VALUE, got {item!r}")
         try:
             # JSON reads numbers, booleans and lists; anything else is a plain string (e.g. float32).
             value = json.loads(text)
@@ -89,13 +90,13 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
 
 
 def _grid_from_args(args: argparse.Namespace):
+    from attnphase.experiments.sweep import Grid
     from attnphase.setting import parse_matrix
-    from attnphase.sweep import Grid
 
     ds = parse_int_spec(args.d, "--d")
     inits = [s.strip() for s in str(args.inits).split(",") if s.strip()]
     if not inits:
-        raise ValueError("--inits: empty list")
+        raise InputError("--inits: empty list")
     return Grid(
         d=tuple(ds),
         alphas=tuple(parse_spec(args.alphas, "--alphas")),
@@ -116,8 +117,8 @@ def check_simulation_grid(grid, workers: int = 1, student: str = "tied") -> None
     """Everything `simulate` would refuse at every grid point, refused once before the first point runs:
     unknown inits, optimizer options that are unknown or out of range, a device that is not there, and
     runs too large for this machine's memory."""
-    from attnphase.simulation import training
-    from attnphase.simulation.sampling import resolve_device
+    from attnphase.experiments.simulation import training
+    from attnphase.experiments.simulation.sampling import resolve_device
 
     bad = [i for i in grid.inits if i not in INITS]
     if bad:
@@ -139,7 +140,7 @@ def check_simulation_grid(grid, workers: int = 1, student: str = "tied") -> None
     except ValueError as exc:
         raise CLIError(f"--device: {exc}") from None
     try:
-        from attnphase.simulation.basins import check_grids_memory
+        from attnphase.experiments.simulation.basins import check_grids_memory
 
         check_grids_memory([grid], workers, student)
     except ValueError as exc:
@@ -147,14 +148,14 @@ def check_simulation_grid(grid, workers: int = 1, student: str = "tied") -> None
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from attnphase.sweep import load_task, run_sweep
+    from attnphase.experiments.sweep import load_task, run_sweep
 
     check_output_file(args.store, "--store")
     grid = _grid_from_args(args)
     task = load_task(args.task) if args.task else None
     if task is None:
         check_simulation_grid(grid, workers=args.workers if args.scheduler is None else 1, student=args.student)
-    from attnphase.store import check_store_file
+    from attnphase.experiments.store import check_store_file
 
     check_store_file(args.store)  # a foreign or damaged file is refused before any point runs
     summary = run_sweep(args.store, grid, workers=args.workers, scheduler=args.scheduler, task=task,
@@ -166,7 +167,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from attnphase.store import aggregate, load_results
+    from attnphase.experiments.store import aggregate, load_results
 
     check_input_file(args.store, "--store", what="store")
     check_output_file(args.csv, "--csv")

@@ -7,6 +7,7 @@ import sys
 
 from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
 from attnphase.cli.simulate import STUDENTS
+from attnphase.errors import InputError
 
 THEORY_COLUMNS = ["alpha", "omega", "branch", "q", "m", "theta", "V", "train_loss", "train_loss_err", "test_error",
                   "test_error_err", "converged", "iterations", "status", "warnings"]
@@ -42,15 +43,16 @@ def _curve(task: tuple) -> list:
 
 def _theory(args: argparse.Namespace) -> int:
     from attnphase.theory import BRANCHES, global_minimum
-    from attnphase.theory.curves import curve_pieces
-    from attnphase.theory.state_evolution import check_theory_setting, get_precision
+    from attnphase.theory.state_evolution.curves import curve_pieces
+    from attnphase.theory.state_evolution.precision import get_precision
+    from attnphase.theory.state_evolution.results import check_theory_setting
 
     get_precision(args.precision)
     alphas = parse_spec(args.alpha, "--alpha")
     omegas = parse_spec(args.omega, "--omega")
     for a in alphas:
         if not a > 0:
-            raise ValueError(f"--alpha: values must be > 0, got {a:g}")
+            raise InputError(f"--alpha: values must be > 0, got {a:g}")
     settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
                 for w in omegas]  # all checked before work
     table = not (args.json or args.csv)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
+from attnphase.errors import InputError
 
 COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_l", "alpha_l_lo", "alpha_l_hi",
            "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo", "alpha_sem_appears_hi",
@@ -16,12 +17,12 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alph
 def _check(args: argparse.Namespace, omegas: list[float]):
     """Every option checked before any work: one line and exit 2 on a bad one."""
     from attnphase.parallel import check_workers
-    from attnphase.theory.transition import check_transition_args
+    from attnphase.theory.transition.driver import check_transition_args
 
     check_transition_args(args.alpha_min, args.alpha_max, args.n_grid, args.precision, args.xtol, 0)
     check_workers(args.workers)
     if not omegas:
-        raise ValueError("no omega given")
+        raise InputError("no omega given")
     base = setting_from_args(args, omega=omegas[0])
     for w in omegas:
         base.replace(omega=w)
@@ -51,7 +52,7 @@ def _phase_diagram(args: argparse.Namespace) -> int:
     omegas = parse_spec(args.omegas, "--omegas")
     _check(args, omegas)
     if args.store and not Path(args.store).exists():
-        raise ValueError(f"store not found: {args.store}")
+        raise InputError(f"store not found: {args.store}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = _run(args, omegas)
@@ -62,7 +63,7 @@ def _phase_diagram(args: argparse.Namespace) -> int:
 
     simulation = None
     if args.store:
-        from attnphase.store import load_results
+        from attnphase.experiments.store import load_results
 
         simulation = load_results(args.store)
     paths = plot_phase_diagram(results, out / "phase_diagram.png", alpha_min=0.0, alpha_max=args.alpha_max,

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.basins import QuickPlan, basins_summary, transition_lines
+from attnphase.errors import InputError
+from attnphase.experiments.basins_study import QuickPlan, basins_summary, transition_lines
+from attnphase.experiments.simulation.basins import BasinsSummary
 from attnphase.setting import Setting
-from attnphase.simulation.basins import BasinsSummary
 
 FIGURES_BASINS = {
     "basins_heatmap": "fig_f_basins_heatmap",
@@ -71,7 +72,7 @@ def grid_points(bp: QuickPlan) -> set[tuple[int, float, float]]:
 def make_grids(bp: QuickPlan, setting: Setting) -> list[Any]:
     """The sweep grids of the plan: the heat map's (alpha, omega) at heat_d, the fraction scan's other ds at
     fraction_omega, and the trajectory point if it is on neither; every start records its trajectory."""
-    from attnphase.simulation.basins import basins_grids
+    from attnphase.experiments.simulation.basins import basins_grids
 
     common = dict(inits_per_point=bp.starts, init_scales=(bp.init_scale,), n_test=bp.n_test,
                   options={"record_every": bp.record_every}, sigma=setting.sigma, lam=setting.lam, A=setting.A)
@@ -95,7 +96,7 @@ class BasinsRun(BasinsSummary):
 def run_grids(bp: QuickPlan, setting: Setting, store: Path, workers: int = 1, progress: bool = True,
               task: Callable[..., Mapping[str, Any]] | None = None) -> BasinsRun:
     """Train every start of the plan not yet in the store.  ``task`` replaces the real start (tests)."""
-    from attnphase.simulation.basins import run_basins
+    from attnphase.experiments.simulation.basins import run_basins
 
     t0 = time.perf_counter()
     s = run_basins(os.fspath(store), make_grids(bp, setting), workers=workers, progress=progress, task=task)
@@ -153,13 +154,13 @@ def trajectories_from_rows(rows: Any, per_class: int = 3) -> tuple[list[dict[str
 def make_basins_figures(out_dir: Path, bp: QuickPlan, setting: Setting, store: Path,
                         fields: Sequence[Mapping[str, float | None]]) -> dict[str, list[Path]]:
     """The three basins figures from the store's rows of this plan; raises ValueError when there are none."""
-    from attnphase.plots_basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
-    from attnphase.simulation.basins import basin_fractions
-    from attnphase.store import load_results
+    from attnphase.experiments.simulation.basins import basin_fractions
+    from attnphase.experiments.store import load_results
+    from attnphase.plots.basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
 
     rows = plan_rows(bp, setting, load_results(store))
     if rows is None or len(rows) == 0:
-        raise ValueError("no basins results in the store")
+        raise InputError("no basins results in the store")
     fr = basin_fractions(rows)
     figs: dict[str, list[Path]] = {}
     heat = fr[(fr["d"] == bp.heat_d) & fr["omega"].round(9).isin([round(w, 9) for w in bp.heat_omegas])]
@@ -182,7 +183,7 @@ def make_basins_figures(out_dir: Path, bp: QuickPlan, setting: Setting, store: P
 
 
 def summary_points(bp: QuickPlan, store: Path) -> dict[str, Any]:
-    """`attnphase.basins.basins_summary` of the store, restricted to this plan's grid points and scale."""
+    """`attnphase.experiments.basins_study.basins_summary` of the store, restricted to this plan's grid points and scale."""
     summ = basins_summary(store)
     pts = {(p[0], round(p[1], 9), round(p[2], 9)) for p in grid_points(bp)}
     summ["points"] = [p for p in summ["points"]

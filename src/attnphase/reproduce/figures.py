@@ -22,8 +22,8 @@ FIGURES = {
 def make_figures(out_dir: Path, plan: Plan, theory: TheoryResults,
                  sim_df: Any) -> tuple[dict[str, list[Path]], list[str]]:
     """Figures (a)-(e); a figure that cannot be drawn is reported, never fatal to the whole report."""
-    from attnphase.store import aggregate
-    from attnphase.theory.curves import global_minimum_curve
+    from attnphase.experiments.store import aggregate
+    from attnphase.theory.state_evolution.results import global_minimum_curve
 
     s, tr = plan.setting, theory.transition
     gm = global_minimum_curve(theory.curves)

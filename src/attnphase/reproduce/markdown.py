@@ -10,10 +10,11 @@ from typing import Any
 
 from attnphase.reproduce.basins import BasinsRun, at_omega, plan_rows, pooled, summary_points
 from attnphase.reproduce.plan import Plan
-from attnphase.reproduce.records import _opt_float, status_text
+from attnphase.reproduce.records import _opt_float
 from attnphase.reproduce.simulations import SimSet
 from attnphase.reproduce.theory_jobs import TheoryCache, TheoryResults
-from attnphase.theory.results import FixedPoint
+from attnphase.theory.solvers.fixed_point import Status
+from attnphase.theory.state_evolution.results import FixedPoint, as_status
 
 STORE_NAME = "results.sqlite"
 REPORT_NAME = "report.md"
@@ -41,10 +42,10 @@ def _flagged(curves: Iterable[tuple[float, str, FixedPoint]]) -> tuple[list[str]
     problems: list[str] = []
     collapsed: dict[str, int] = {}
     for omega, branch, p in curves:
-        status = status_text(p)
-        if status.startswith("collapsed"):
+        status = as_status(p.status)[0]
+        if status == Status.collapsed:
             collapsed[branch] = collapsed.get(branch, 0) + 1
-        elif not p.converged or status != "ok":
+        elif not p.converged:
             problems.append(f"omega = {omega:g}, {branch}, alpha = {p.alpha:.4g}: {status} "
                             f"(residual {_f(p.residual, 2)}, {p.iterations} iterations)")
     return problems, collapsed
@@ -83,7 +84,7 @@ def basins_section(plan: Plan, run: BasinsRun | None, fields: Sequence[Mapping[s
     bp = plan.basins
     if bp is None:
         return []
-    from attnphase.store import load_results
+    from attnphase.experiments.store import load_results
 
     summ = summary_points(bp, store)
     pts = summ["points"]

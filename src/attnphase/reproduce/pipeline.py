@@ -10,13 +10,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from attnphase.errors import InputError
+from attnphase.experiments.store import ResultStore
 from attnphase.reproduce.basins import BasinsRun, make_basins_figures, run_grids, transition_fields
 from attnphase.reproduce.figures import make_figures
 from attnphase.reproduce.markdown import RUNS_NAME, STORE_NAME, write_report
 from attnphase.reproduce.plan import Plan, plan_for
 from attnphase.reproduce.simulations import run_simulations, sim_frame
 from attnphase.reproduce.theory_jobs import TheoryCache, compute_theory
-from attnphase.store import ResultStore
 
 
 def _log_run(out_dir: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -44,15 +45,15 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
 
     Theory results and simulations go to one store, DIR/results.sqlite, as soon as each is computed; a rerun
     takes every result it finds there and computes only the rest.  ``plan`` overrides the standard quick /
-    full plan, ``task`` the simulation of one grid point (``attnphase.sweep.simulation_task``) and
-    ``basins_task`` one random start (``attnphase.simulation.basins.basins_task``); all three exist for tests.
+    full plan, ``task`` the simulation of one grid point (``attnphase.experiments.sweep.simulation_task``) and
+    ``basins_task`` one random start (``attnphase.experiments.simulation.basins.basins_task``); all three exist for tests.
     """
     workers = int(workers)
     if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
+        raise InputError(f"workers must be >= 1, got {workers}")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out must be a directory, {out} is a file")
+        raise InputError(f"--out must be a directory, {out} is a file")
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_for(quick) if plan is None else plan
     t_start = time.perf_counter()

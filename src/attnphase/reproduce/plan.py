@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.basins import QuickPlan
+from attnphase.experiments.basins_study import QuickPlan
 from attnphase.setting import Setting
 
 

@@ -13,13 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.results import FixedPoint, HatOverlaps, Overlaps
-
-
-def status_text(fp: Any) -> str:
-    """A fixed point's status as text, whether the status is a string or an enum."""
-    status = getattr(fp, "status", "")
-    return str(getattr(status, "value", status))
+from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
+from attnphase.theory.state_evolution.results import FixedPoint
 
 
 def _jsonable(v: Any) -> Any:
@@ -106,7 +101,7 @@ class TransitionRecord:
 
     @classmethod
     def from_result(cls, tr: Any) -> TransitionRecord:
-        from attnphase.theory.curves import Critical
+        from attnphase.theory.transition.records import Critical
 
         crit = {str(k): (c if isinstance(c, Critical) else Critical(**c))
                 for k, c in (getattr(tr, "critical", None) or {}).items()}
@@ -139,7 +134,7 @@ class TransitionRecord:
         for name in ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes"):
             kw[f"{name}_bracket"] = _opt_pair(kw.get(f"{name}_bracket"))
         kw["curves"] = {b: [fixed_point_from_json(p) for p in pts] for b, pts in kw.get("curves", {}).items()}
-        from attnphase.theory.curves import Critical
+        from attnphase.theory.transition.records import Critical
 
         kw["critical"] = {k: Critical(**c) for k, c in (kw.get("critical") or {}).items()}
         return cls(**kw)

@@ -26,7 +26,7 @@ class SimSet:
 
 def run_simulations(plan: Plan, store: Path, workers: int = 1, progress: bool = True,
                     task: Callable[..., Mapping[str, Any]] | None = None) -> list[SimSet]:
-    from attnphase.sweep import Grid, run_sweep
+    from attnphase.experiments.sweep import Grid, run_sweep
 
     common = dict(omegas=(plan.setting.omega,), inits=plan.inits, seeds=plan.sim_seeds,
                   optimizer=plan.optimizer, n_test=plan.n_test, sigma=plan.setting.sigma,
@@ -44,7 +44,7 @@ def run_simulations(plan: Plan, store: Path, workers: int = 1, progress: bool = 
 def rows_for_setting(df: Any, setting: Setting) -> Any:
     """The rows of a store DataFrame simulated with this setting's sigma, lambda and A (any omega): a store
     may hold several sweeps, and results of different settings must never be averaged or drawn together."""
-    from attnphase.store import canon_matrix
+    from attnphase.experiments.store import canon_matrix
 
     if df is None or len(df) == 0:
         return df
@@ -60,7 +60,7 @@ def rows_for_setting(df: Any, setting: Setting) -> Any:
 def sim_frame(plan: Plan, store: Path) -> Any:
     """This plan's rows of the store (its optimizer and n_test as well as its setting), without the basins
     part's random starts, which share the store."""
-    from attnphase.store import load_results
+    from attnphase.experiments.store import load_results
 
     df = rows_for_setting(load_results(store), plan.setting)
     if len(df) == 0:

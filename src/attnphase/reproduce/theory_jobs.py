@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from attnphase.experiments.store import ResultStore, TheoryKey
 from attnphase.progress import progress_bar
 from attnphase.reproduce.plan import Plan
 from attnphase.reproduce.pool import run_in_pool
 from attnphase.reproduce.records import TransitionRecord, fixed_point_from_json, fixed_point_to_json
 from attnphase.setting import Setting
-from attnphase.store import ResultStore, TheoryKey
-from attnphase.theory.results import FixedPoint
+from attnphase.theory.state_evolution.results import FixedPoint
 
 SEED = 0  # the Sobol scramblings' seed of every theory result of a reproduction
 

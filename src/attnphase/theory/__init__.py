@@ -1,33 +1,32 @@
 """Asymptotic theory (d -> infinity) of the attention model for L tokens, student rank r, teacher rank r*.
 
-Layout: overlaps (arrays, branches, flat packing), prior (closed form), channel (proximal map averaged over
-integration points), prox (the proximal-map protocol and its kernels), fixed_point (generic Anderson solver),
-state_evolution (solve, solve_curve, branch_map), baseline, observables, starts (solves from fallback starts),
-branch_ends, transition (result record and dispatcher) with transition_study / transition_general (its two paths)
-and transition_roots (alpha_c, alpha_l), diagram (transition over omega).
+The public API.  Where each idea lives:
+  model/            the physics, once: overlaps (arrays, branches, flat layout), prior (update_overlaps, closed form),
+                    channel (update_hatoverlaps: Gaussian integrals of the proximal map), loss and attention,
+                    observables (test error), baseline (the linear positional baseline), quadrature
+  prox/             every proximal kernel behind one protocol: two_token (L = 2, r = 1), general, reference
+  solvers/          no physics: fixed_point (anderson, chord, jacobian -> SolverResult, Status), continuation
+  state_evolution/  precision, branch_map (the map of one branch), starts, solve, curves, landscape, results
+  transition/       records (Critical, TransitionResult), driver (transition), ends (branch ends), roots, diagram
 """
 
-from attnphase.theory.baseline import LinearBaseline, linear_baseline
-from attnphase.theory.fixed_point import SolverResult, Status
-from attnphase.theory.overlaps import Branch, HatOverlaps, Overlaps
-from attnphase.theory.results import BRANCHES, FixedPoint
-from attnphase.theory.state_evolution import (
-    PRECISIONS,
-    BranchMap,
-    Precision,
-    branch_map,
-    default_start,
-    global_minimum,
-    integration_points,
-    solve,
-    solve_all,
-    solve_curve,
-)
-from attnphase.theory.transition import TransitionResult, find_crossing, phase_diagram, transition
+from attnphase.theory.model.baseline import LinearBaseline, linear_baseline
+from attnphase.theory.model.overlaps import Branch, HatOverlaps, Overlaps
+from attnphase.theory.solvers.fixed_point import SolverResult, Status
+from attnphase.theory.state_evolution.branch_map import BranchMap, branch_map
+from attnphase.theory.state_evolution.curves import solve_curve, solve_curves
+from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, integration_points
+from attnphase.theory.state_evolution.results import BRANCHES, FixedPoint, global_minimum_curve
+from attnphase.theory.state_evolution.solve import global_minimum, solve, solve_all
+from attnphase.theory.state_evolution.starts import default_start
+from attnphase.theory.transition.diagram import phase_diagram
+from attnphase.theory.transition.driver import transition
+from attnphase.theory.transition.records import Critical, TransitionResult
+from attnphase.theory.transition.roots import find_crossing
 
 __all__ = [
-    "BRANCHES", "Branch", "BranchMap", "FixedPoint", "HatOverlaps", "LinearBaseline", "Overlaps", "PRECISIONS",
-    "Precision", "SolverResult", "Status", "TransitionResult", "branch_map", "default_start", "find_crossing",
-    "global_minimum", "integration_points", "linear_baseline", "phase_diagram", "solve", "solve_all", "solve_curve",
-    "transition",
+    "BRANCHES", "Branch", "BranchMap", "Critical", "FixedPoint", "HatOverlaps", "LinearBaseline", "Overlaps",
+    "PRECISIONS", "Precision", "SolverResult", "Status", "TransitionResult", "branch_map", "default_start",
+    "find_crossing", "global_minimum", "global_minimum_curve", "integration_points", "linear_baseline",
+    "phase_diagram", "solve", "solve_all", "solve_curve", "solve_curves", "transition",
 ]

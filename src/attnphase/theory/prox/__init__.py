@@ -28,7 +28,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from attnphase.theory.proximal import GTOL
+from attnphase.errors import InputError
+from attnphase.theory.prox.two_token import GTOL
 
 KERNELS = ("auto", "l2r1", "general", "reference")
 
@@ -56,7 +57,7 @@ def check_inputs(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[np.nda
     T = np.ascontiguousarray(T, dtype=float)
     Vinv = np.ascontiguousarray(np.atleast_2d(Vinv), dtype=float)
     if w.ndim != 3 or T.shape != (w.shape[0], w.shape[1], w.shape[1]) or Vinv.shape != (w.shape[2], w.shape[2]):
-        raise ValueError(f"prox: shapes w {w.shape}, T {T.shape}, Vinv {Vinv.shape} do not fit (n, L, r), "
+        raise InputError(f"prox: shapes w {w.shape}, T {T.shape}, Vinv {Vinv.shape} do not fit (n, L, r), "
                          "(n, L, L), (r, r)")
     return w, T, Vinv
 
@@ -66,21 +67,21 @@ def check_minima(minima: LocalMinima, w_shape: tuple[int, ...]) -> np.ndarray:
     mh = np.asarray(minima.h, dtype=float)
     n = w_shape[0]
     if mh.ndim != 4 or mh.shape[0] != n or mh.shape[2:] != tuple(w_shape[1:]) or np.shape(minima.count) != (n,):
-        raise ValueError(f"prox: minima.h has shape {mh.shape} and count {np.shape(minima.count)}, w {w_shape}")
+        raise InputError(f"prox: minima.h has shape {mh.shape} and count {np.shape(minima.count)}, w {w_shape}")
     if n and not (np.min(minima.count) >= 1 and np.max(minima.count) <= mh.shape[1]):
-        raise ValueError(f"prox: minima.count must lie in [1, {mh.shape[1]}] at every point")
+        raise InputError(f"prox: minima.count must lie in [1, {mh.shape[1]}] at every point")
     return mh
 
 
 def choose_kernel(L: int, r: int, kernel: str = "auto", untied: bool = False) -> str:
     if kernel not in KERNELS:
-        raise ValueError(f"prox kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise InputError(f"prox kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
     if untied and kernel == "l2r1":
-        raise ValueError("the l2r1 prox kernel implements the tied scores only; use 'general' for the untied student")
+        raise InputError("the l2r1 prox kernel implements the tied scores only; use 'general' for the untied student")
     if kernel == "auto":
         return "l2r1" if (L == 2 and r == 1 and not untied) else "general"
     if kernel == "l2r1" and not (L == 2 and r == 1):
-        raise ValueError(f"the l2r1 prox kernel needs L = 2, r = 1, got L = {L}, r = {r}")
+        raise InputError(f"the l2r1 prox kernel needs L = 2, r = 1, got L = {L}, r = {r}")
     return kernel
 
 
@@ -103,7 +104,7 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
     name = choose_kernel(w.shape[1], w.shape[2], kernel, untied)
     if minima is not None:
         if warm is not None:
-            raise ValueError("prox: pass warm or minima, not both")
+            raise InputError("prox: pass warm or minima, not both")
         mh = check_minima(minima, w.shape)
         if name == "l2r1":
             from attnphase.theory.prox.l2r1 import prox_l2r1_continue
@@ -118,7 +119,7 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
     if warm is not None:
         warm = np.asarray(warm, dtype=float)
         if warm.shape != w.shape:
-            raise ValueError(f"prox: warm has shape {warm.shape}, w {w.shape}")
+            raise InputError(f"prox: warm has shape {warm.shape}, w {w.shape}")
         if name == "l2r1":
             from attnphase.theory.prox.l2r1 import prox_l2r1_warm
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnphase.errors import InputError, InputTypeError
 from attnphase.theory.prox._general_draws import softmax_rows
 from attnphase.theory.prox._general_kernel import multistart
 from attnphase.theory.prox._general_starts import n_own_starts, own_starts_untied, score_form
@@ -100,39 +101,39 @@ def _check(w, T, Vinv, sigma2, starts, gtol, max_iter, untied=False):
     Vinv = np.asarray(Vinv)
     for name, arr in (("w", w), ("T", T), ("Vinv", Vinv)):
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-            raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
+            raise InputTypeError(f"{name} must be a real array, got dtype {arr.dtype}")
     if w.ndim != 3:
-        raise ValueError(f"w must have shape (n, L, r), got {w.shape}")
+        raise InputError(f"w must have shape (n, L, r), got {w.shape}")
     n, L, r = w.shape
     if L < 2 or r < 1:
-        raise ValueError(f"need L >= 2 tokens and rank r >= 1, got L={L}, r={r}")
+        raise InputError(f"need L >= 2 tokens and rank r >= 1, got L={L}, r={r}")
     if not isinstance(untied, bool | np.bool_):
-        raise TypeError(f"untied must be a bool, got {type(untied).__name__}")
+        raise InputTypeError(f"untied must be a bool, got {type(untied).__name__}")
     if untied and r % 2:
-        raise ValueError(f"the untied loss needs an even field rank (query and key halves), got r={r}")
+        raise InputError(f"the untied loss needs an even field rank (query and key halves), got r={r}")
     if T.shape != (n, L, L):
-        raise ValueError(f"T must have shape {(n, L, L)}, got {T.shape}")
+        raise InputError(f"T must have shape {(n, L, L)}, got {T.shape}")
     if Vinv.shape != (r, r):
-        raise ValueError(f"Vinv must have shape {(r, r)}, got {Vinv.shape}")
+        raise InputError(f"Vinv must have shape {(r, r)}, got {Vinv.shape}")
     if not (np.all(np.isfinite(w)) and np.all(np.isfinite(T)) and np.all(np.isfinite(Vinv))):
-        raise ValueError("w, T and Vinv must be finite")
+        raise InputError("w, T and Vinv must be finite")
     # Entries exactly 0 or 1 (an underflowed softmax) are harmless: the starts clip log T.
     if np.any(T < 0) or np.any(T > 1) or np.any(np.abs(T.sum(axis=2) - 1) > 1e-8):
-        raise ValueError("T must have entries in [0, 1] and rows summing to 1")
+        raise InputError("T must have entries in [0, 1] and rows summing to 1")
     if not np.allclose(Vinv, Vinv.T, rtol=1e-12, atol=0) or np.linalg.eigvalsh(0.5 * (Vinv + Vinv.T))[0] <= 0:
-        raise ValueError("Vinv must be symmetric positive definite")
+        raise InputError("Vinv must be symmetric positive definite")
     if isinstance(sigma2, bool) or not isinstance(sigma2, (int, float, np.integer, np.floating)):
-        raise TypeError(f"sigma2 must be a number, got {type(sigma2).__name__}")
+        raise InputTypeError(f"sigma2 must be a number, got {type(sigma2).__name__}")
     if not (np.isfinite(sigma2) and sigma2 > 0):
-        raise ValueError(f"sigma2 must be finite and > 0, got {sigma2}")
+        raise InputError(f"sigma2 must be finite and > 0, got {sigma2}")
     if not (isinstance(gtol, (int, float)) and gtol > 0):
-        raise ValueError(f"gtol must be > 0, got {gtol}")
+        raise InputError(f"gtol must be > 0, got {gtol}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter}")
+        raise InputError(f"max_iter must be an integer >= 1, got {max_iter}")
     if starts is not None:
         starts = np.asarray(starts)
         if starts.ndim != 4 or starts.shape[0] != n or starts.shape[2:] != (L, r):
-            raise ValueError(f"starts must have shape (n, S, L, r) = ({n}, S, {L}, {r}), got {starts.shape}")
+            raise InputError(f"starts must have shape (n, S, L, r) = ({n}, S, {L}, {r}), got {starts.shape}")
 
 
 def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None, *,
@@ -156,7 +157,7 @@ def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, 
     if starts is not None:
         parts.append(np.asarray(starts, dtype=float))
     if not parts:
-        raise ValueError("no starts: pass starts or keep own=True")
+        raise InputError("no starts: pass starts or keep own=True")
     allst = np.ascontiguousarray(np.concatenate(parts, axis=1).reshape(n, -1, L * r))
     Bm = score_form(r // 2) if untied else np.zeros((r, r))
     h, val, gn, win, it = multistart(w.reshape(n, L * r), T, Vinv, float(sigma2), allst, float(gtol), int(max_iter),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from attnphase.theory.attention import attention_loss, attention_loss_grad, softmax_rows
+from attnphase.theory.model.attention import attention_loss, attention_loss_grad, softmax_rows
 
 
 @dataclass

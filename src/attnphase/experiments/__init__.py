@@ -1,0 +1,1 @@
+"""Finite-d experiments: the attention-layer simulations, the basins study, resumable sweeps and the SQLite store."""

@@ -1,0 +1,33 @@
+"""Warnings as records: a machine-readable code with a human message beside it.  Callers branch on the code, never
+on the text; the message is for people."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class NoteCode(StrEnum):
+    at_resolution = "at_resolution"  # a solver accepted its best iterate at the map's resolution (graininess)
+    prox_tolerance = "prox_tolerance"  # some proximal points ended above the gradient tolerance
+    multistart = "multistart"  # the result is the best of several starts (which ran: FixedPoint.starts)
+    legacy = "legacy"  # read from a record written before notes had codes
+
+
+@dataclass(frozen=True)
+class Note:
+    """One warning: ``code`` (a :class:`NoteCode`) to branch on, ``message`` to read."""
+
+    code: NoteCode
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def as_notes(items: object) -> tuple[Note, ...]:
+    """Notes from Notes, or from plain strings of old records (code ``legacy``)."""
+    out = []
+    for it in items or ():  # type: ignore[attr-defined]
+        out.append(it if isinstance(it, Note) else Note(NoteCode.legacy, str(it)))
+    return tuple(out)

@@ -1,0 +1,162 @@
+"""Figures of the basins study: which minimum training finds from random starts, and how it gets there.
+
+The functions draw data they are given -- class fractions from
+:func:`attnphase.experiments.simulation.basins.basin_fractions`, trajectories recorded by `simulate(record_every=k)`,
+transition lines and fixed-point values computed elsewhere by the theory -- and compute no physics.  Each
+writes a PNG and a PDF with the same stem and returns both paths.  Figures use matplotlib's object API (Agg),
+so importing this module never changes the caller's backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from attnphase.errors import InputError
+from attnphase.plots import style
+from attnphase.plots.style import ALPHA_LABEL
+
+__all__ = ["plot_basin_heatmap", "plot_fraction_vs_alpha", "plot_trajectories"]
+
+CLASS_STYLE: dict[str, dict[str, Any]] = {
+    "positional": {"color": "#1f5fa8", "linestyle": "--", "marker": "o"},
+    "semantic": {"color": "#c0392b", "linestyle": "-.", "marker": "s"},
+    "other": {"color": "#7f7f7f", "linestyle": ":", "marker": "^"},
+}
+LINE_STYLE: dict[str, dict[str, Any]] = {
+    "alpha_c": {"color": "black", "linestyle": "-", "linewidth": 1.6},
+    "semantic spinodal": {"color": "#c0392b", "linestyle": "--", "linewidth": 1.2},
+    "positional spinodal": {"color": "#1f5fa8", "linestyle": ":", "linewidth": 1.4},
+}
+Lines = Mapping[str, tuple[Sequence[float], Sequence[float]]]
+
+
+
+def _select(fr: pd.DataFrame, **eq: Any) -> pd.DataFrame:
+    for k, v in eq.items():
+        if v is not None and k in fr.columns:
+            fr = fr[np.isclose(fr[k].astype(float), float(v))] if not isinstance(v, str) else fr[fr[k] == v]
+    return fr
+
+
+def plot_basin_heatmap(fractions: pd.DataFrame, out: str | Path, d: int | None = None, student: str = "tied",
+                       init_scale: float | None = None, lines: Lines | None = None,
+                       title: str | None = None) -> list[Path]:
+    """Fraction of starts ending semantic over (alpha, omega), one cell per grid point (counts written in),
+    with alpha_c(omega) and the spinodals drawn from `lines` = {name: (omegas, alphas)}."""
+    fr = _select(fractions, student=student, init_scale=init_scale)
+    if d is None and len(fr):
+        d = int(fr["d"].max())
+    fr = _select(fr, d=d)
+    if fr.empty:
+        raise InputError("no basins results for this selection")
+    alphas = np.sort(fr["alpha"].unique())
+    omegas = np.sort(fr["omega"].unique())
+    grid = np.full((len(omegas), len(alphas)), np.nan)
+    for _, row in fr.iterrows():
+        grid[np.searchsorted(omegas, row["omega"]), np.searchsorted(alphas, row["alpha"])] = row["semantic_fraction"]
+
+    def edges(v: np.ndarray) -> np.ndarray:
+        if len(v) == 1:
+            return np.array([v[0] - 0.05, v[0] + 0.05])
+        mid = (v[1:] + v[:-1]) / 2
+        return np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]])
+
+    fig = Figure(figsize=(5.4, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    mesh = ax.pcolormesh(edges(alphas), edges(omegas), grid, vmin=0, vmax=1, cmap="RdBu_r", shading="flat")
+    fig.colorbar(mesh, ax=ax, label="fraction of starts ending semantic")
+    for _, row in fr.iterrows():
+        f = row["semantic_fraction"]
+        ax.text(row["alpha"], row["omega"], f"{int(row['n_semantic'])}/{int(row['n'])}", ha="center", va="center",
+                fontsize=7, color="white" if abs(f - 0.5) > 0.3 else "black")
+    for name, (oms, als) in (lines or {}).items():
+        pts = [(a, o) for o, a in zip(oms, als, strict=True) if a is not None and math.isfinite(a)]
+        if pts:
+            a, o = zip(*sorted(pts, key=lambda t: t[1]), strict=True)
+            ax.plot(a, o, label=name, **LINE_STYLE.get(name, {"color": "0.2"}))
+    ax.set_xlim(edges(alphas)[0], edges(alphas)[-1])
+    ax.set_ylim(edges(omegas)[0], edges(omegas)[-1])
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel(r"positional weight $\omega$")
+    scale = "" if init_scale is None else f", init scale {init_scale:g}"
+    ax.set_title(title or f"basins from random starts: d = {d}, {student} student{scale}", fontsize=10)
+    if lines:
+        ax.legend(fontsize=7, loc="upper left")
+    return style.save_figure(fig, out)
+
+
+def plot_fraction_vs_alpha(fractions: pd.DataFrame, out: str | Path, omega: float, student: str = "tied",
+                           init_scale: float | None = None, alpha_c: float | None = None,
+                           spinodals: Mapping[str, float | None] | None = None) -> list[Path]:
+    """Fraction of semantic end points against alpha at fixed omega, one curve per d, binomial error bars;
+    vertical lines at alpha_c and the spinodals (numbers from the theory's transition code)."""
+    fr = _select(fractions, omega=omega, student=student, init_scale=init_scale)
+    if fr.empty:
+        raise InputError(f"no basins results at omega = {omega:g}")
+    fig = Figure(figsize=(5.0, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    markers = "osD^v<>"
+    for i, (d, sub) in enumerate(sorted(fr.groupby("d"), key=lambda t: t[0])):
+        sub = sub.sort_values("alpha")
+        ax.errorbar(sub["alpha"], sub["semantic_fraction"], yerr=sub["semantic_se"], marker=markers[i % 7],
+                    capsize=2.5, label=f"d = {int(d)} ({int(sub['n'].min())}+ starts)")
+    if alpha_c is not None and math.isfinite(alpha_c):
+        ax.axvline(alpha_c, **LINE_STYLE["alpha_c"], label=rf"$\alpha_c$ = {alpha_c:.3g}")
+    for name, a in (spinodals or {}).items():
+        if a is not None and math.isfinite(a):
+            ax.axvline(a, **LINE_STYLE.get(name, {"color": "0.4"}), label=f"{name} = {a:.3g}")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel(ALPHA_LABEL)
+    ax.set_ylabel("fraction ending semantic")
+    scale = "" if init_scale is None else f", init scale {init_scale:g}"
+    ax.set_title(rf"$\omega$ = {omega:g}, {student} student{scale}", fontsize=10)
+    ax.legend(fontsize=7)
+    return style.save_figure(fig, out)
+
+
+def plot_trajectories(trajectories: Sequence[Mapping[str, Any]], out: str | Path,
+                      fixed_points: Mapping[str, Mapping[str, float]] | None = None,
+                      title: str | None = None) -> list[Path]:
+    """m(t), theta(t) and train loss(t) for a few starts, coloured by the minimum each ends in, with the
+    theory's fixed-point values as horizontal lines.
+
+    trajectories: [{"basin": class, "rows": [{"step", "m", "theta", "train_loss"}, ...]}, ...];
+    fixed_points: {branch: {"m": .., "theta": .., "train_loss": ..}}.
+    """
+    fig = Figure(figsize=(11.0, 3.4), layout="constrained")
+    axes = fig.subplots(1, 3)
+    seen: set[str] = set()
+    for tr in trajectories:
+        rows = tr["rows"]
+        if not rows:
+            continue
+        c = tr.get("basin", "other")
+        cls_style = CLASS_STYLE.get(c, CLASS_STYLE["other"])
+        steps = np.array([r["step"] for r in rows], dtype=float) + 1
+        label = f"ends {c}" if c not in seen else None
+        seen.add(c)
+        for ax, key in zip(axes, ("m", "theta", "train_loss"), strict=True):
+            ax.plot(steps, [abs(r[key]) for r in rows], color=cls_style["color"], linewidth=1.0, alpha=0.85, label=label)
+    for branch, fp in (fixed_points or {}).items():
+        cls_style = CLASS_STYLE.get(branch, CLASS_STYLE["other"])
+        for ax, key in zip(axes, ("m", "theta", "train_loss"), strict=True):
+            v = fp.get(key)
+            if v is not None and math.isfinite(v):
+                ax.axhline(abs(v), color=cls_style["color"], linestyle=cls_style["linestyle"], linewidth=1.3,
+                           label=f"theory {branch}" if key == "m" else None)
+    for ax, name in zip(axes, ("|m|", r"|$\theta$|", "train loss / d"), strict=True):
+        ax.set_xscale("log")
+        ax.set_xlabel("gradient evaluations + 1")
+        ax.set_ylabel(name)
+    axes[2].set_yscale("log")
+    axes[0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return style.save_figure(fig, out)

@@ -1,0 +1,2 @@
+"""The physics of the model, once: overlaps and their layout, prior side, channel side, loss and attention,
+observables, the linear baseline, quadrature."""

@@ -1,0 +1,52 @@
+"""Prior side: hat overlaps -> overlaps, closed form for the ridge penalty and Gaussian tokens.
+
+With K = (lambda I_r + sigma^2 Vhat)^{-1} (r x r), rho = sigma^2 I_{r*} and G the positional Gram matrix:
+    V = sigma^2 K,   theta = sigma^2 K thetahat rho,   m = G mhat K,
+    q = sigma^2 K (sigma^2 qhat + sigma^2 thetahat rho thetahat^T + mhat^T G mhat) K.
+These are the stationarity conditions of the prior part of the free energy (:func:`prior_energy`) with respect to
+the hat overlaps; docs/equations.md derives them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnphase.setting import Setting
+from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
+from attnphase.theory.solvers.fixed_point import Inadmissible
+
+
+def _K(setting: Setting, h: HatOverlaps) -> np.ndarray:
+    M = setting.lam * np.eye(h.Vhat.shape[0]) + setting.sigma**2 * 0.5 * (h.Vhat + h.Vhat.T)
+    if M.shape == (1, 1):
+        if not M[0, 0] > 0:
+            raise Inadmissible(f"lambda + sigma^2 Vhat = {M[0, 0]:.3g} <= 0: the iteration left the admissible set")
+        return 1.0 / M
+    ev = np.linalg.eigvalsh(M)
+    if not ev.min() > 0:
+        raise Inadmissible(f"lambda I + sigma^2 Vhat has eigenvalue {ev.min():.3g} <= 0: the iteration left the "
+                           "admissible set")
+    return np.linalg.inv(M)
+
+
+def _source(setting: Setting, h: HatOverlaps) -> np.ndarray:
+    """sigma^2 qhat + sigma^2 thetahat rho thetahat^T + mhat^T G mhat (r x r)."""
+    s2 = setting.sigma**2
+    return (s2 * h.qhat + s2 * h.thetahat @ setting.rho_matrix @ h.thetahat.T + h.mhat.T @ setting.gram @ h.mhat)
+
+
+def update_overlaps(setting: Setting, hats: HatOverlaps) -> Overlaps:
+    """The prior side's closed form (see the module docstring)."""
+    s2 = setting.sigma**2
+    K = _K(setting, hats)
+    q = s2 * K @ _source(setting, hats) @ K
+    return Overlaps(q=0.5 * (q + q.T), m=setting.gram @ hats.mhat @ K, V=s2 * K,
+                    theta=s2 * K @ hats.thetahat @ setting.rho_matrix)
+
+
+def prior_energy(setting: Setting, o: Overlaps, h: HatOverlaps) -> float:
+    """The alpha-independent part of the free energy Phi (everything but -alpha E[Moreau envelope]):
+    (1/2) tr(Vhat q - qhat V) - tr(m^T mhat) - tr(theta^T thetahat) + (1/2) tr[K (source)]."""
+    K = _K(setting, h)
+    return float(0.5 * np.trace(h.Vhat @ o.q - h.qhat @ o.V) - np.sum(o.m * h.mhat) - np.sum(o.theta * h.thetahat)
+                 + 0.5 * np.trace(K @ _source(setting, h)))

@@ -1,0 +1,177 @@
+"""BranchMap: the raw fixed-point map of one branch (channel then prior side) on its flat free coordinates, for fixed
+integration points; the meeting point of the physics and the generic solvers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnphase.errors import InputError
+from attnphase.setting import Setting, check_alpha
+from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
+from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, canonical_gauge
+from attnphase.theory.model.prior import update_overlaps
+from attnphase.theory.prox import choose_kernel
+from attnphase.theory.state_evolution.results import check_theory_setting, summaries
+
+JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
+DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
+
+# Largest move (max over coordinates of |x - anchor| / scale) at which BranchMap continues the local minimisers
+# of its last full evaluation instead of running the prox's own starts.  Measured on the study's map
+# (benchmarks/continued_evaluations.py, 4 fixed points x 12 random moves x 2^15 points): at moves of 1e-3 no
+# point's minimiser differed from the full evaluation's; at 3e-3 one point in 1.6 million (a basin that appeared
+# near w between the two parameters), which moved the image by 4e-5 relative, one point's jump (the map's own
+# resolution, 1/n = 3e-5) and 25x below the error target; at 1e-2, 8 points and up to 2e-4.
+CONTINUE_RADIUS = 3e-3
+
+
+class BranchMap:
+    """The raw fixed-point map of one branch on its flat free coordinates, for fixed integration points.
+
+        bm = branch_map(setting, alpha, "semantic", points)
+        x = bm.pack(overlaps); x_new = bm(x); bm.unpack(x_new) -> Overlaps
+
+    ``bm.step(x)`` also returns the channel output (hat overlaps, Moreau envelope, prox diagnostics).  For
+    r > 1 or r* > 1 the image is put in the canonical rotation gauge (overlaps.canonical_gauge), which removes
+    the neutral directions of the exact rotation symmetry.  Raises fixed_point.Inadmissible where the map
+    cannot be evaluated.  Coordinate names: ``bm.layout.names()``.  Near its last full evaluation the map
+    continues that evaluation's local minimisers (see :meth:`step`); ``bm.evaluations`` counts both kinds.
+    """
+
+    def __init__(self, setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
+                 kernel: str = "auto") -> None:
+        self.setting = setting
+        self.alpha = float(alpha)
+        self.branch = as_branch(branch)
+        self.points = points
+        self.kernel = kernel
+        self.layout = Layout.for_setting(setting, self.branch)
+        self.gauge = setting.field_rank > 1 or setting.r_star > 1
+        # cheap() reuses the last exact step's minimisers as warm starts.  Not for the two-token kernel, although
+        # it takes them (prox's warm path): on the omega = 0.3 curve its cheap steps saved 8% of the evaluations,
+        # but at the far positional point of (L, r, r*) = (2, 1, 2) (m 2.8, many basin switches) their Broyden
+        # updates misled the chord: 232 exact evaluations for 12 scramblings against 82 without.
+        self.warmable = choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "general"
+        self._warm: np.ndarray | None = None
+        # The last full (own-starts) evaluation's point and the local minimisers it found, for continuation.
+        self._anchor: np.ndarray | None = None
+        self._minima = None
+        self.evaluations = {"full": 0, "continued": 0}
+        if points.shape[0] != points_dim(setting):
+            raise InputError(f"points must have {points_dim(setting)} rows (L (r + r*)), got {points.shape[0]}")
+
+    def pack(self, o: Overlaps) -> np.ndarray:
+        return self.layout.pack(o)
+
+    def unpack(self, x: np.ndarray) -> Overlaps:
+        return self.layout.unpack(x)
+
+    def step(self, x: np.ndarray) -> tuple[np.ndarray, ChannelOutput]:
+        """The image of x and the channel output.  Within CONTINUE_RADIUS of the last full evaluation (kernels that
+        record their local minima: the two-token one), each point's prox continues the minimisers that evaluation
+        found (prox's minima path, 4x less CPU) instead of running its own starts.  Both kinds count as exact
+        evaluations: they differ at a rate far below one point per evaluation (see CONTINUE_RADIUS).  Reproducible:
+        which kind runs depends only on the sequence of x this map was given."""
+        x = np.asarray(x, dtype=float)
+        o = self.layout.unpack(x)
+        if self._near_anchor(x):
+            out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel,
+                                     minima=self._minima)
+            self.evaluations["continued"] += 1
+        else:
+            out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
+            self.evaluations["full"] += 1
+            if out.minima is not None:
+                self._anchor, self._minima = x.copy(), out.minima
+        if self.warmable:
+            self._warm = out.h
+        return self.image(out), out
+
+    @property
+    def jacobian_step(self) -> float:
+        """Finite-difference step (scaled) for this map's Jacobian.  JACOBIAN_STEP's 1e-2 keeps the difference
+        quotient above the map's graininess on 2^12 points; on 2^15 points or more, CONTINUE_RADIUS's 3e-3 has less
+        graininess noise (it scales as (n step)^(-1/2)) and makes the steps continued evaluations where the kernel
+        records its minima."""
+        if self._anchor is not None and self.points.shape[1] >= 2**15:  # (an anchor: the kernel records minima)
+            return 0.9 * CONTINUE_RADIUS  # (inside the radius despite rounding)
+        return JACOBIAN_STEP
+
+    def _near_anchor(self, x: np.ndarray) -> bool:
+        if self._anchor is None or self._anchor.shape != x.shape:
+            return False
+        move = np.abs(x - self._anchor) / self.layout.scale(self._anchor)
+        return bool(np.max(move, initial=0.0) <= CONTINUE_RADIUS)
+
+    def image(self, out: ChannelOutput) -> np.ndarray:
+        """The packed overlaps the prior side gives for a channel output (the map's second half)."""
+        new = update_overlaps(self.setting, out.hats)
+        if self.gauge:
+            new = canonical_gauge(new, untied=self.setting.untied)
+        return self.layout.pack(new)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.step(x)[0]
+
+    def cheap(self, x: np.ndarray) -> np.ndarray:
+        """An approximate image: each point's prox by Newton from the last step()'s minimiser only (no own
+        starts; ~10x cheaper, misses basin switches).  For a solver's speculative steps, which step() then
+        checks (fixed_point.chord).  The exact image where no warm starts are available."""
+        if self._warm is None:
+            return self(x)
+        out = update_hatoverlaps(self.setting, self.alpha, self.layout.unpack(x), self.points, self.branch,
+                                 kernel=self.kernel, warm=self._warm)
+        return self.image(out)
+
+    # -- predicates for the generic solver
+    def admissible(self, x: np.ndarray) -> bool:
+        o = self.layout.unpack(x)
+        try:
+            ev_q = np.linalg.eigvalsh(o.q)
+            ev_V = np.linalg.eigvalsh(o.V)
+            if ev_q.min() <= 0 or ev_V.min() <= 0:
+                return False
+            if self.branch.has_theta:
+                resid = self.setting.rho_matrix - o.theta.T @ np.linalg.solve(o.q, o.theta)
+                return bool(np.linalg.eigvalsh(resid).min() > 0)
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+    def _order(self, o: Overlaps) -> tuple[str, float, float] | None:
+        """(name, size, collapse threshold) of the branch's order parameter (None: the branch has none)."""
+        name = {Branch.semantic: "theta", Branch.positional: "m"}.get(self.branch)
+        if name is None:
+            return None
+        qmax = max(float(np.linalg.eigvalsh(o.q).max()), 0.0)
+        scale = np.sqrt(qmax * self.setting.rho) if name == "theta" else np.sqrt(qmax)
+        return name, summaries(o)[name], 1e-2 * scale
+
+    def collapsed(self, x: np.ndarray) -> bool:
+        """The branch's order parameter has decayed to ~0 (flowing to the agnostic point)."""
+        order = self._order(self.layout.unpack(x))
+        return order is not None and order[1] < order[2]
+
+    def with_order(self, x: np.ndarray, level: float) -> np.ndarray | None:
+        """x with the order parameter rescaled (same direction) to ``level`` times the collapse threshold; None
+        where it is zero or not finite, or the branch has none.  (Its summary is homogeneous of degree one.)"""
+        o = self.layout.unpack(x)
+        order = self._order(o)
+        if order is None or not (np.isfinite(order[1]) and order[1] > 0):
+            return None
+        name, size, threshold = order
+        c = level * threshold / size
+        o = Overlaps(q=o.q, m=c * o.m if name == "m" else o.m, V=o.V, theta=c * o.theta if name == "theta" else o.theta,
+                     untied=o.untied)
+        return self.layout.pack(o)
+
+    def diverged(self, x: np.ndarray) -> bool:
+        return bool(np.max(np.abs(x), initial=0.0) > DIVERGENCE)
+
+
+def branch_map(setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
+               kernel: str = "auto") -> BranchMap:
+    """The raw map of one branch on its flat free coordinates (see :class:`BranchMap`).  Stable API for
+    continuation and bifurcation analysis (e.g. d theta_new / d theta at theta = 0 on the agnostic point)."""
+    return BranchMap(check_theory_setting(setting), check_alpha(alpha), branch, points, kernel=kernel)
+

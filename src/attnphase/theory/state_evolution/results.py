@@ -1,0 +1,318 @@
+"""Result containers of the theory engine: :class:`FixedPoint` (built on the generic solver's status)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnphase.errors import InputError, InputTypeError
+from attnphase.notes import Note, NoteCode, as_notes
+from attnphase.setting import Setting
+from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
+from attnphase.theory.solvers.fixed_point import Status
+
+BRANCHES = ("positional", "semantic", "agnostic")
+
+_LEGACY_STATUS = (("collapsed", Status.collapsed), ("not converged", Status.not_converged),
+                  ("not_converged", Status.not_converged), ("diverged", Status.diverged),
+                  ("inadmissible", Status.inadmissible))
+
+
+def as_status(status: str | Status) -> tuple[Status, tuple[str, ...]]:
+    """A Status from a Status or a string (first-version strings such as 'collapsed to agnostic' or
+    'ok (3 proximal points above gradient tolerance)' are read too; a note in brackets becomes a warning)."""
+    if isinstance(status, Status):
+        return status, ()
+    text = str(status)
+    try:
+        return Status(text), ()
+    except ValueError:
+        pass
+    for prefix, st in _LEGACY_STATUS:
+        if text.startswith(prefix):
+            return st, ()
+    if text.startswith("ok"):
+        note = text[2:].strip(" ()")
+        return Status.ok, ((note,) if note else ())
+    raise InputError(f"unknown status {status!r}; one of {', '.join(s.value for s in Status)}")
+
+
+def summaries(o: Overlaps) -> dict[str, float]:
+    """Scalars for plots and tables.  Study geometry: q, |m| (= |m_1|), |theta|, V exactly as before.
+
+    q, V: tr(.) / r;  m: root mean square over tokens of |m_l| (= |m_1| when m_2 = -m_1);
+    theta: largest singular value (= |theta| for r = r* = 1).  Untied overlaps: see :func:`untied_summaries`."""
+    if o.untied:
+        return untied_summaries(o)
+    r = o.q.shape[0]
+    with np.errstate(invalid="ignore"):
+        theta_sv = np.linalg.svd(o.theta, compute_uv=False) if np.all(np.isfinite(o.theta)) else [float("nan")]
+        return {"q": float(np.trace(o.q) / r), "m": float(np.sqrt(np.sum(o.m**2) / o.m.shape[0])),
+                "V": float(np.trace(o.V) / r), "theta": float(np.max(theta_sv))}
+
+
+def untied_summaries(o: Overlaps) -> dict[str, float]:
+    """The untied student's scalars, as the simulation records them (docs/untied.md), with r' = r / 2 and the
+    blocks Q (first r' field columns) and K:
+
+    q = tr(q_QK) / r' (the bilinear overlap sigma^2 Q^T K / d), m = sqrt(|tr(m_Q^T m_K)| / L) (= sqrt|m_Q m_K| for
+    L = 2, r = 1, m_2 = -m_1), theta = sqrt(largest singular value of theta_Q^T theta_K) (= sqrt|theta_Q theta_K|
+    for r' = r* = 1), V = tr(V) / r; per factor q_Q, q_K, q_QK (traces / r'), m_Q, m_K (root mean square over
+    tokens of |m_l|), theta_Q, theta_K (largest singular values).  All invariant under the joint rotation."""
+    r = o.q.shape[0] // 2
+    L = o.m.shape[0]
+    mq, mk, tq, tk = o.m[:, :r], o.m[:, r:], o.theta[:r], o.theta[r:]
+    finite = bool(np.all(np.isfinite(o.theta)))
+
+    def sv(a: np.ndarray) -> float:
+        return float(np.max(np.linalg.svd(a, compute_uv=False))) if finite else float("nan")
+
+    with np.errstate(invalid="ignore"):
+        return {"q": float(np.trace(o.q[:r, r:]) / r), "m": float(np.sqrt(abs(np.sum(mq * mk)) / L)),
+                "V": float(np.trace(o.V) / (2 * r)), "theta": float(np.sqrt(sv(tq.T @ tk))),
+                "q_Q": float(np.trace(o.q[:r, :r]) / r), "q_K": float(np.trace(o.q[r:, r:]) / r),
+                "q_QK": float(np.trace(o.q[:r, r:]) / r),
+                "m_Q": float(np.sqrt(np.sum(mq**2) / L)), "m_K": float(np.sqrt(np.sum(mk**2) / L)),
+                "theta_Q": sv(tq), "theta_K": sv(tk)}
+
+
+@dataclass(frozen=True)
+class SolverHints:
+    """What a solve leaves for the next one along a curve (not serialised, not part of the result's value): the
+    Newton matrix (I - J)^{-1} at this point, each scrambling's fixed point, this alpha and its predecessor's
+    (alpha, scrambling-0 point), and whether the first scrambling converged from the given start."""
+
+    first_scrambling_ok: bool = False
+    newton_matrix: np.ndarray | None = None
+    replica_x: tuple[np.ndarray, ...] = ()
+    alpha: float | None = None
+    predecessor: tuple[float, np.ndarray] | None = None
+
+
+@dataclass(init=False, frozen=True)
+class FixedPoint:
+    """A solution of the self-consistent equations on one branch, with error estimates.
+
+    status    : :class:`Status`; only ``ok`` is a result (``converged`` is True iff status is ok; ``valid`` is an
+                alias).  Numbers of a non-ok point are kept for diagnosis only.
+    warnings  : :class:`~attnphase.notes.Note` records (code + message) that do not invalidate the result (e.g.
+                proximal points above the gradient tolerance).
+    hints     : :class:`SolverHints` for a continuation from this point (never serialised: a point read back with
+                :meth:`from_dict` has none, and a solve started from it takes the path of a cold start).
+    errors    : one-standard-error integration-error estimates (spread over independent scramblings) of the
+                scalar summaries (q, m, V, theta; see :func:`summaries`), train_loss and test_error.
+    overlaps  : arrays q, V (r x r), m (L x r), theta (r x r*); accessors fp.q, fp.m, fp.V, fp.theta.  For the
+                untied student (setting["student"] == "untied") r is the field rank 2r' and the summaries are
+                :func:`untied_summaries`.
+    """
+
+    alpha: float
+    omega: float
+    branch: str
+    overlaps: Overlaps
+    hats: HatOverlaps
+    train_loss: float
+    test_error: float
+    errors: dict[str, float]
+    status: Status
+    warnings: tuple[Note, ...]
+    iterations: int
+    residual: float
+    message: str
+    n_points: int
+    n_replicas: int
+    seconds: float
+    precision: str
+    setting: dict[str, Any]
+    hints: SolverHints = field(default=SolverHints(), repr=False, compare=False)
+
+    def __init__(self, alpha: float, omega: float, branch: str, overlaps: Overlaps, hats: HatOverlaps,
+                 train_loss: float, test_error: float, errors: dict[str, float] | None = None,
+                 converged: bool | None = None, iterations: int = 0, residual: float = float("nan"),
+                 status: str | Status = Status.ok, warnings: tuple[Note | str, ...] | list[Note | str] = (),
+                 message: str = "", n_points: int = 0, n_replicas: int = 0, seconds: float = 0.0,
+                 precision: str = "default", setting: dict[str, Any] | None = None,
+                 hints: SolverHints | None = None) -> None:
+        st, notes = as_status(status)
+        if converged is False and st == Status.ok:
+            # First-version records: converged = False with an 'ok' text meant 'not converged'.
+            st = Status.not_converged
+        _set(self, "alpha", float(alpha))
+        _set(self, "omega", float(omega))
+        _set(self, "branch", str(branch))
+        _set(self, "overlaps", overlaps if isinstance(overlaps, Overlaps) else Overlaps(**overlaps))
+        if (setting or {}).get("student") == "untied" and not self.overlaps.untied:
+            _set(self, "overlaps", self.overlaps.as_untied())  # the summaries are the untied student's
+        _set(self, "hats", hats if isinstance(hats, HatOverlaps) else HatOverlaps(**hats))
+        _set(self, "train_loss", float(train_loss) if train_loss is not None else float("nan"))
+        _set(self, "test_error", float(test_error) if test_error is not None else float("nan"))
+        _set(self, "errors", {k: (float("nan") if v is None else v) for k, v in dict(errors or {}).items()})
+        _set(self, "status", st)
+        _set(self, "warnings", as_notes(warnings) + as_notes(notes))
+        _set(self, "iterations", int(iterations))
+        _set(self, "residual", float("nan") if residual is None else float(residual))
+        _set(self, "message", str(message))
+        _set(self, "n_points", int(n_points))
+        _set(self, "n_replicas", int(n_replicas))
+        _set(self, "seconds", float(seconds))
+        _set(self, "precision", str(precision))
+        _set(self, "setting", dict(setting or {}))
+        _set(self, "hints", hints or SolverHints())
+
+    # -- status
+    @property
+    def converged(self) -> bool:
+        return self.status == Status.ok
+
+    @property
+    def valid(self) -> bool:
+        """Alias of :attr:`converged`."""
+        return self.converged
+
+    # -- arrays
+    @property
+    def q(self) -> np.ndarray:
+        return self.overlaps.q
+
+    @property
+    def m(self) -> np.ndarray:
+        return self.overlaps.m
+
+    @property
+    def V(self) -> np.ndarray:
+        return self.overlaps.V
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.overlaps.theta
+
+    # -- scalar summaries
+    def summary(self) -> dict[str, float]:
+        """Scalars q, m, V, theta for plots and tables (see :func:`summaries`)."""
+        return summaries(self.overlaps)
+
+    @property
+    def m_norm(self) -> float:
+        return self.summary()["m"]
+
+    @property
+    def theta_norm(self) -> float:
+        return self.summary()["theta"]
+
+    @property
+    def theta_singular_values(self) -> np.ndarray:
+        # A failed solve carries NaN overlaps; LAPACK raises on them, and to_dict must still serialise the row.
+        if not np.all(np.isfinite(self.theta)):
+            return np.full(min(self.theta.shape), np.nan)
+        return np.linalg.svd(self.theta, compute_uv=False)
+
+    @property
+    def is_study_shape(self) -> bool:
+        """L = 2, r = r* = 1: quantities are reported as plain numbers, as in the first version."""
+        return self.overlaps.dims == (2, 1, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready.  Study shape: today's keys as numbers (m = |m_1|, theta = |theta|, scalar hats with
+        mhat = alpha E[f_1 - f_2]); otherwise nested lists plus the scalar summaries m_norm, theta_sv."""
+        d: dict[str, Any] = {"alpha": self.alpha, "omega": self.omega, "branch": self.branch}
+        s = self.summary()
+        h = self.hats
+        if self.is_study_shape:
+            d.update({"q": s["q"], "m": s["m"], "theta": s["theta"], "V": s["V"]})
+            hats = {"qhat": float(h.qhat[0, 0]), "mhat": float(abs(h.mhat[0, 0] - h.mhat[1, 0])),
+                    "Vhat": float(h.Vhat[0, 0]), "thetahat": float(abs(h.thetahat[0, 0]))}
+        else:
+            d.update({k: getattr(self.overlaps, k).tolist() for k in ("q", "m", "theta", "V")})
+            d.update({"m_norm": s["m"], "theta_sv": self.theta_singular_values.tolist(), "q_trace": float(np.trace(self.q)),
+                      "V_trace": float(np.trace(self.V))})
+            hats = h.to_dict()
+        d.update({"train_loss": self.train_loss, "test_error": self.test_error, "converged": self.converged,
+                  "iterations": self.iterations, "residual": self.residual, "status": self.status.value,
+                  "warnings": [n.message for n in self.warnings], "warning_codes": [n.code.value for n in self.warnings],
+                  "message": self.message})
+        d.update(hats)
+        for k, v in self.errors.items():
+            d[f"{k}_err"] = v
+        d.update({"n_points": self.n_points, "n_replicas": self.n_replicas, "seconds": self.seconds,
+                  "precision": self.precision, "setting": self.setting})
+        if not self.is_study_shape:
+            d.update({"overlaps": self.overlaps.to_dict(), "hats": self.hats.to_dict()})
+        return _clean(d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FixedPoint:
+        """Inverse of :meth:`to_dict` (the full arrays are read from 'overlaps' and 'hats')."""
+        errors = {k[:-4]: (float("nan") if v is None else v) for k, v in d.items() if k.endswith("_err")}
+        if "overlaps" in d and isinstance(d["overlaps"], dict):
+            o, h = Overlaps(**d["overlaps"]), HatOverlaps(**d["hats"])
+        else:
+            o = Overlaps(q=d["q"], m=d["m"], V=d["V"], theta=d["theta"])
+            h = HatOverlaps(qhat=d.get("qhat", 0.0), mhat=d.get("mhat", 0.0), Vhat=d.get("Vhat", 0.0),
+                            thetahat=d.get("thetahat", 0.0))
+        return cls(alpha=d["alpha"], omega=d["omega"], branch=d["branch"], overlaps=o, hats=h,
+                   train_loss=d.get("train_loss"), test_error=d.get("test_error"), errors=errors,
+                   converged=d.get("converged"), iterations=d.get("iterations", 0), residual=d.get("residual"),
+                   status=d.get("status", "ok"), warnings=_notes_from(d), message=d.get("message", ""),
+                   n_points=d.get("n_points", 0), n_replicas=d.get("n_replicas", 0), seconds=d.get("seconds", 0.0),
+                   precision=d.get("precision", "default"), setting=d.get("setting"))
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    object.__setattr__(obj, name, value)  # (the record is frozen once built)
+
+
+def _notes_from(d: dict[str, Any]) -> tuple[Note, ...]:
+    msgs, codes = list(d.get("warnings", ())), list(d.get("warning_codes", ()))
+    if len(codes) != len(msgs):
+        return as_notes(msgs)
+    return tuple(Note(NoteCode(c), m) for c, m in zip(codes, msgs, strict=True))
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def check_branch(branch: str, allowed=BRANCHES) -> str:
+    if branch not in allowed:
+        raise InputError(f"branch must be one of {', '.join(allowed)}; got {branch!r}")
+    return branch
+
+
+def check_theory_setting(setting: Setting) -> Setting:
+    if not isinstance(setting, Setting):
+        raise InputTypeError("setting must be an attnphase.Setting")
+    if setting.lam <= 0:
+        raise InputError("the asymptotic theory needs lambda > 0 (at lambda = 0 the ridge limit is not implemented)")
+    return setting
+
+
+def lowest(points: Sequence[FixedPoint]) -> FixedPoint | None:
+    """The global minimum among fixed points at one alpha: the valid point of lowest train_loss, the agnostic point
+    only where no other branch is valid; None where none is valid.  The one definition every caller uses."""
+    ok = [p for p in points if p.valid and math.isfinite(p.train_loss)]
+    cands = [p for p in ok if p.branch != "agnostic"] or ok
+    return min(cands, key=lambda p: p.train_loss) if cands else None
+
+
+def global_minimum_curve(curves: Mapping[str, Sequence[FixedPoint]], rtol: float = 1e-9) -> list[FixedPoint]:
+    """:func:`lowest` at each alpha of the curves where some point is valid, in ascending alpha."""
+    by_alpha: dict[float, list[FixedPoint]] = {}
+    for pts in curves.values():
+        for p in pts:
+            if not p.valid or not math.isfinite(p.train_loss):
+                continue
+            key = next((k for k in by_alpha if math.isclose(k, p.alpha, rel_tol=rtol, abs_tol=1e-12)), p.alpha)
+            by_alpha.setdefault(key, []).append(p)
+    return [lowest(by_alpha[a]) for a in sorted(by_alpha)]

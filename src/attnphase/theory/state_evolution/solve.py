@@ -1,0 +1,416 @@
+"""solve(): the fixed point of one branch at one alpha, solved independently for R scramblings of the Sobol points
+(the first by damped + Anderson iteration, or along a curve from its own fixed point at the previous alpha; the
+others by a frozen-Jacobian Newton from near the first one's solution, see _replica_start); every reported number
+is the mean over the R solutions and its error estimate the standard error of that mean.  solve_all and
+global_minimum: every branch at one alpha, and the lowest of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from attnphase.errors import InputError, InputTypeError
+from attnphase.notes import Note, NoteCode
+from attnphase.setting import Setting, check_alpha
+from attnphase.theory.model.channel import points_dim
+from attnphase.theory.model.observables import test_error as _test_error
+from attnphase.theory.model.observables import test_error_estimate
+from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge
+from attnphase.theory.model.prior import prior_energy
+from attnphase.theory.model.quadrature import gaussian_sobol
+from attnphase.theory.solvers.fixed_point import (
+    FAR_STEPS,
+    Inadmissible,
+    SolverResult,
+    Status,
+    anderson,
+    chord,
+    jacobian,
+    newton_matrix,
+)
+from attnphase.theory.state_evolution.branch_map import BranchMap
+from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
+from attnphase.theory.state_evolution.results import (
+    BRANCHES,
+    FixedPoint,
+    SolverHints,
+    check_branch,
+    check_theory_setting,
+    lowest,
+    summaries,
+)
+from attnphase.theory.state_evolution.starts import default_start, mixed_start_from, structured_starts
+
+SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix (see fixed_point.chord)
+_RESEED_LEVEL = 5.0  # order parameter / collapse threshold where a full solve restarts after a coarse collapse
+_COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
+
+
+def _target_met(summ: list[dict], energies: list[float], target: float, branch: Branch) -> bool:
+    """Relative standard errors of q, m, theta (where non-zero) and train_loss all <= target."""
+    k = len(summ)
+    if target <= 0 or k < 2:
+        return True
+    rel = []
+    for key in ("q", "m", "theta"):
+        vals = np.array([s[key] for s in summ])
+        mean = abs(vals.mean())
+        if mean > 0:
+            rel.append(vals.std(ddof=1) / np.sqrt(k) / mean)
+    E = np.array(energies)
+    rel.append(E.std(ddof=1) / np.sqrt(k) / abs(E.mean()))
+    return max(rel) <= target
+
+
+def _nan_overlaps(setting: Setting) -> tuple[Overlaps, HatOverlaps]:
+    L, r, rs = setting.L, setting.field_rank, setting.r_star
+    nan = np.nan
+    return (Overlaps(q=np.full((r, r), nan), m=np.full((L, r), nan), V=np.full((r, r), nan),
+                     theta=np.full((r, rs), nan)),
+            HatOverlaps(qhat=np.full((r, r), nan), mhat=np.full((L, r), nan), Vhat=np.full((r, r), nan),
+                        thetahat=np.full((r, rs), nan)))
+
+
+def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> Overlaps:
+    d0 = default_start(setting, b)
+    if init is None:
+        return d0
+    o = init.overlaps if isinstance(init, FixedPoint) else init
+    if not isinstance(o, Overlaps):
+        raise InputTypeError("init must be Overlaps or a FixedPoint")
+    if o.dims != (setting.L, setting.field_rank, setting.r_star):
+        want = (setting.L, setting.field_rank, setting.r_star)
+        raise InputError(f"init has shapes (L, r, r*) = {o.dims}, the setting {want}"
+                         + (" (untied: r is the field rank 2r; overlaps.lift_to_untied lifts a tied point)"
+                            if setting.untied else ""))
+    if setting.untied:
+        o = o.as_untied()
+    if not all(np.all(np.isfinite(getattr(o, k))) for k in ("q", "m", "V", "theta")):
+        return d0
+    o = Layout.for_setting(setting, b).project(canonical_gauge(o))
+    # A start with the branch's order parameter at exactly 0 stays there: give it the default's.
+    m = o.m if (not b.has_m or np.any(o.m != 0)) else d0.m
+    theta = o.theta if (not b.has_theta or np.any(o.theta != 0)) else d0.theta
+    return Overlaps(q=o.q, m=m, V=o.V, theta=theta)
+
+
+def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
+                  kernel: str) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
+    """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
+    damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
+    coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
+    Returns (start, Newton matrix or None, map evaluations, reseeded); the given start and None where the coarse
+    solve fails (the full-resolution path then decides from the original start, as without it), except after a
+    collapse (reseeded: see below)."""
+    pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
+    bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
+    # Its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's: a looser tolerance.
+    scale = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2)
+    sol = anderson(bm.step, x, tol=scale * prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
+                   collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
+    if sol.status == Status.collapsed:
+        # Far below a branch's end the coarse and the full iteration take the same path to the agnostic point
+        # (measured on the semantic branch at alpha 0.3: 16 evaluations each, iterates equal to 3 digits).  The
+        # full one starts where the coarse one arrived, with the order parameter put back to 5x the collapse
+        # threshold: it still carries it to zero (or away) by itself, so the verdict is the full map's.
+        reseeded = bm.with_order(sol.x, _RESEED_LEVEL)
+        if reseeded is not None:
+            return reseeded, None, sol.nit, True
+    if sol.status != Status.ok:
+        return x, None, sol.nit, False
+    nm, n_eval = _fresh_newton_matrix(bm, sol.x)
+    if not n_eval:
+        return x, None, sol.nit, False
+    return sol.x.copy(), nm, sol.nit + n_eval, False
+
+
+def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
+          init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
+          multistart: bool = False) -> FixedPoint:
+    """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss of
+    positional, semantic, agnostic).  "free" imposes no constraint (m and theta both free): for r >= 2 its default
+    start puts theta in the first rank directions and m in the next, but it is not robust (measured at L = 2,
+    r = 2, alpha = 1.5: the iteration runs off to a far positional point, m ~ 3, not converged); pass a mixed
+    start as init (benchmarks/rank2.py builds one from the rank-1 semantic and positional solutions).
+
+    multistart: without init, also solve from starts.extra_starts (fixed points the default start was measured
+    to miss: for r* = 2 / L > 2 positional, the r = 2 mixed minimum) and return the valid one with the lowest
+    training loss; the others are listed in its warnings.  The study's setting has no extra starts.
+
+    Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
+    ValueError/TypeError, checked before any work)."""
+    check_theory_setting(setting)
+    alpha = check_alpha(alpha)
+    # "free" (no constraint) is the branch of the mixed minimum of a student with rank r >= 2: one direction
+    # positional, another semantic (measured: L = 2, r = 2, r* = 1, alpha = 1.5 lands there in simulation).
+    check_branch(branch, BRANCHES + ("free", "global"))
+    prec = get_precision(precision)
+    if not isinstance(multistart, bool):
+        raise InputTypeError(f"multistart must be a bool, got {type(multistart).__name__}")
+    if branch == "global":
+        return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
+                                        multistart=multistart))
+    fp = _solve_one(setting, alpha, branch, prec, init, seed, kernel)
+    if multistart and init is None:
+        extra = extra_starts(setting, alpha, branch, prec, seed)
+        if extra:
+            fp = _best_of([fp] + [_solve_one(setting, alpha, branch, prec, o, seed, kernel) for o in extra])
+    return fp
+
+
+def _best_of(points: list[FixedPoint]) -> FixedPoint:
+    """The valid point with the lowest training loss (the first if none is valid), as a new record whose warnings
+    say what the other starts gave and whose seconds and iterations are the sums over all."""
+    ok = [i for i, p in enumerate(points) if p.valid]
+    k = min(ok, key=lambda i: points[i].train_loss) if ok else 0
+    best = points[k]
+    others = "; ".join(f"start {i}: {p.status.value}" + (f", train loss {p.train_loss:.6g}" if p.valid else "")
+                       for i, p in enumerate(points) if i != k)
+    note = Note(NoteCode.multistart, f"multistart: start {k} of {len(points)} chosen (lowest train loss); {others}")
+    return dataclasses.replace(best, warnings=best.warnings + (note,), seconds=sum(p.seconds for p in points),
+                               iterations=sum(p.iterations for p in points))
+
+
+def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
+               seed: int, kernel: str) -> FixedPoint:
+    fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel)
+    if init is None and fp.status == Status.inadmissible and fp.iterations <= 1:
+        # The default start lies outside the map's domain (lambda + sigma^2 Vhat <= 0 at the first evaluation;
+        # measured for r* = 2, agnostic, alpha = 1.5: Vhat is too negative at V = 15, the fixed point has V = 23).
+        # |Vhat| falls with V: once more from the same start with V doubled.
+        o = default_start(setting, branch)
+        again = _solve(setting, alpha, as_branch(branch), prec, Overlaps(q=o.q, m=o.m, V=2.0 * o.V, theta=o.theta,
+                                                                          untied=o.untied), seed, kernel)
+        return dataclasses.replace(again, seconds=again.seconds + fp.seconds,
+                                   iterations=again.iterations + fp.iterations)
+    return fp
+
+
+def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
+           kernel: str) -> FixedPoint:
+    branch = b.value
+    t0 = time.perf_counter()
+    layout = Layout.for_setting(setting, b)
+    x = layout.pack(_start(setting, b, init))
+    overlaps_reps: list[Overlaps] = []
+    hats_reps: list[HatOverlaps] = []
+    energies: list[float] = []
+    summ: list[dict] = []
+    iters = 0
+    residual = 0.0
+    failures = 0
+    status = Status.ok
+    message = ""
+    warnings: list[Note] = []
+    # Continuation: the previous alpha's Jacobian is close enough for chord steps here too.
+    hint = init.hints if isinstance(init, FixedPoint) and init.branch == branch else SolverHints()
+    nm = hint.newton_matrix
+    if nm is not None and nm.shape != (layout.size, layout.size):
+        nm = None
+    xs: list[np.ndarray] = []  # this solve's fixed point per scrambling
+    first_ok = False
+    reseeded = False
+    if nm is None and prec.coarse_log2 and prec.replicas > 1:
+        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
+        iters += n_coarse
+    rep = -1
+    while True:
+        rep += 1
+        if rep >= max(prec.replicas, prec.max_replicas) or (
+                rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
+            break
+        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
+        x = _replica_start(rep, x, xs, hint if nm is not None else SolverHints(), alpha, bm)
+        sol: SolverResult | None = None  # the chord's result where it converged
+        if nm is not None:
+            tried = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale,
+                          accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN)
+            if not tried.converged:
+                # The frozen Jacobian was too far off (near a branch end the map's slowest eigenvalue approaches
+                # 1 and moves fast with alpha and the scrambling): once more with a fresh one here, which costs
+                # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
+                fresh, n_eval = _fresh_newton_matrix(bm, x)
+                iters += n_eval
+                if fresh is not None:
+                    tried = chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible,
+                                  scale=bm.layout.scale, accept=prec.accept, cheap=bm.cheap if bm.warmable else None)
+                    if tried.converged:
+                        nm = fresh
+            # (A failed chord's evaluations are not added to iters: kept as the recorded curves count them.)
+            sol = tried if tried.converged else None
+        by_chord = sol is not None
+        if sol is None:
+            # From a reseeded start only the order parameter is far (relative to its own small size); the damped
+            # far-phase steps would slow its decay (or growth) to 0.3 of the map's.
+            sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
+                           collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
+                           far_steps=0 if reseeded and rep == 0 else FAR_STEPS)
+        iters += sol.nit
+        warnings.extend(w for w in sol.warnings if w not in warnings)
+        if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
+            # The other scramblings' fixed points lie within the integration error of this one: a
+            # frozen-Jacobian Newton (chord) method reaches them in 2-3 evaluations.
+            nm, n_eval = _fresh_newton_matrix(bm, sol.x)
+            iters += n_eval
+        residual = max(residual, sol.residual)
+        if rep == 0:
+            first_ok = sol.status == Status.ok
+        if sol.status != Status.ok:
+            status = sol.status
+            message = sol.message
+        if sol.aux is None or not np.all(np.isfinite(sol.x)):
+            break
+        failures += sol.aux.prox_failures
+        x = sol.x.copy()
+        xs.append(x)
+        o = bm.unpack(sol.x)
+        try:
+            energy = -(prior_energy(setting, o, sol.aux.hats) - alpha * sol.aux.moreau)
+        except Inadmissible as exc:
+            status, message = Status.inadmissible, str(exc)
+            break
+        overlaps_reps.append(canonical_gauge(o))
+        hats_reps.append(sol.aux.hats)
+        energies.append(energy)
+        summ.append(summaries(overlaps_reps[-1]))
+        if status != Status.ok:
+            # Already not a valid point: more scramblings would cost iterations and change nothing.
+            break
+    seconds = lambda: time.perf_counter() - t0  # noqa: E731
+    if not overlaps_reps:
+        o_nan, h_nan = _nan_overlaps(setting)
+        return FixedPoint(alpha, setting.omega, branch, o_nan, h_nan, np.nan, np.nan, {}, iterations=iters,
+                          residual=float(residual), status=status if status != Status.ok else Status.not_converged,
+                          warnings=tuple(warnings), message=message, n_points=0, n_replicas=0, seconds=seconds(),
+                          precision=prec.name, setting=setting.to_dict())
+    k = len(overlaps_reps)
+
+    def sem(a: np.ndarray) -> np.ndarray:
+        return np.std(a, axis=0, ddof=1) / np.sqrt(k) if k > 1 else np.full(np.shape(a)[1:], np.nan)
+
+    mean = Overlaps(**{f: np.mean([getattr(o, f) for o in overlaps_reps], axis=0) for f in ("q", "m", "V", "theta")})
+    hmean = HatOverlaps(**{f: np.mean([getattr(h, f) for h in hats_reps], axis=0)
+                           for f in ("qhat", "mhat", "Vhat", "thetahat")})
+    E = np.array(energies)
+    te, te_quad = _test_error(setting, mean)
+    te_reps = [test_error_estimate(setting, o) for o in overlaps_reps] if k > 1 else [te]
+    te_err = float(np.sqrt((np.std(te_reps, ddof=1) / np.sqrt(k)) ** 2 + te_quad**2)) if k > 1 else float("nan")
+    errors = {key: float(sem(np.array([s[key] for s in summ]))) for key in ("q", "m", "V", "theta")}
+    errors.update({"train_loss": float(sem(E[:, None])[0]), "test_error": te_err})
+    s_mean = summaries(mean)
+    if status == Status.ok and b == Branch.positional and s_mean["m"] < max(1e-2 * np.sqrt(s_mean["q"]),
+                                                                           3 * errors["m"] if k > 1 else 0.0):
+        status, message = Status.collapsed, "m is zero within its error: no distinct positional fixed point"
+    if status == Status.ok and b == Branch.semantic and s_mean["theta"] < max(
+            1e-2 * np.sqrt(s_mean["q"] * setting.rho), 3 * errors["theta"] if k > 1 else 0.0):
+        status, message = Status.collapsed, "theta is zero within its error: no distinct semantic fixed point"
+    if status == Status.ok and (not np.isfinite(E.mean()) or E.mean() < 0):
+        # The training loss is a sum of squares plus a ridge term: a negative value is an iterate that ran away.
+        status, message = Status.diverged, f"negative training loss {E.mean():.3g}"
+    if failures:
+        warnings.append(Note(NoteCode.prox_tolerance, f"{failures} proximal points above gradient tolerance"))
+    hints = SolverHints(first_scrambling_ok=first_ok)
+    if nm is not None and status == Status.ok:
+        # For continuation: the Jacobian, and each scrambling's fixed point (the same points at the next alpha give
+        # a fixed point displaced from their mean in nearly the same way).
+        hints = SolverHints(first_scrambling_ok=first_ok, newton_matrix=nm, replica_x=tuple(xs), alpha=alpha,
+                            predecessor=(hint.alpha, hint.replica_x[0]) if hint.replica_x else None)
+    return FixedPoint(
+        alpha=alpha, omega=setting.omega, branch=branch, overlaps=mean, hats=hmean, train_loss=float(E.mean()),
+        test_error=te, errors=errors, iterations=iters, residual=float(residual), status=status,
+        warnings=tuple(warnings), message=message, n_points=2**prec.log2_points * k, n_replicas=k, seconds=seconds(),
+        precision=prec.name, setting=setting.to_dict(), hints=hints,
+    )
+
+
+def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """(I - J)^{-1} at x by finite differences with the map's step (None where singular) and the map evaluations
+    spent; (None, 0) where a step leaves the admissible set."""
+    try:
+        J, n_eval = jacobian(bm.step, x, bm.jacobian_step, bm.layout.scale)
+    except Inadmissible:
+        return None, 0
+    return newton_matrix(J), n_eval
+
+
+def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: SolverHints, alpha: float,
+                   bm: BranchMap) -> np.ndarray:
+    """Where scrambling `rep` starts.  The fixed points of different scramblings differ by the integration error
+    (1e-3 relative), those of one scrambling at neighbouring alphas by the branch's smooth change (the points are
+    the same), so: scrambling 0 from its own fixed point at the previous alpha, extrapolated linearly through the
+    one before (at most twice their spacing ahead); scrambling k from scrambling 0's fixed point here plus k's
+    offset from 0 at the previous alpha; without a previous alpha, from the mean of the scramblings solved so
+    far.  The start only matters for speed: within CONTINUE_RADIUS of it BranchMap's evaluations are cheap."""
+    prev_xs = hint.replica_x or None
+    if prev_xs is not None and (prev_xs[0].shape != x.shape or hint.newton_matrix is None):
+        prev_xs = None
+    if prev_xs is not None and rep == 0:
+        x_p, a_p = prev_xs[0], hint.alpha
+        if hint.predecessor is not None:
+            a_pp, x_pp = hint.predecessor
+            step = (alpha - a_p) / (a_p - a_pp) if a_p != a_pp else np.inf
+            cand = x_p + step * (x_p - x_pp)
+            if 0 < abs(step) <= 2 and bm.admissible(cand) and not bm.collapsed(cand):
+                return cand
+        return x_p.copy()
+    if prev_xs is not None and rep < len(prev_xs) and xs:
+        cand = xs[0] + (prev_xs[rep] - prev_xs[0])
+        if bm.admissible(cand):
+            return cand
+    if xs:
+        return np.mean(xs, axis=0)
+    return x
+
+
+
+def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,
+              inits: dict | None = None, *, kernel: str = "auto", multistart: bool = False) -> dict[str, FixedPoint]:
+    inits = inits or {}
+    return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel,
+                     multistart=multistart) for b in BRANCHES}
+
+
+def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
+    """The valid branch with the lowest training loss (results.lowest: agnostic only if nothing else is valid)."""
+    best = lowest(list(points.values()))
+    if best is None:
+        raise InputError("no branch converged to a valid fixed point")
+    return best
+
+
+def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, seed: int,
+                   init: Overlaps | FixedPoint | None, nearest: FixedPoint | None = None) -> tuple[FixedPoint, int]:
+    """solve() from init; where that fails, from the nearest solved point of the branch, then from the default
+    start (a neighbour next to a branch end, where the order parameter is small, can lead the iteration onto the
+    agnostic point).  A start that is init is not tried twice.  (last fixed point, solves)."""
+    p = solve(setting, alpha, branch, precision, init=init, seed=seed)
+    n = 1
+    for retry in ([nearest] if nearest is not None else []) + [None]:
+        if p.valid or retry is init:
+            continue
+        p = solve(setting, alpha, branch, precision, init=retry, seed=seed)
+        n += 1
+    return p, n
+
+
+def mixed_start(setting: Setting, alpha: float, precision: str | Precision = "fast", seed: int = 0) -> Overlaps:
+    """The mixed start of the free branch for r = 2, r* = 1, from the rank-1 student's semantic and positional
+    fixed points at the same alpha (two rank-1 solves)."""
+    if setting.r != 2 or setting.r_star != 1:
+        raise InputError(f"the mixed start is built for r = 2, r* = 1; got r = {setting.r}, r* = {setting.r_star}")
+    one = setting.replace(r=1)
+    return mixed_start_from(solve(one, alpha, "semantic", precision, seed=seed),
+                            solve(one, alpha, "positional", precision, seed=seed), setting)
+
+
+def extra_starts(setting: Setting, alpha: float, branch: str, precision: str | Precision = "fast",
+                 seed: int = 0) -> list[Overlaps]:
+    """The starts of solve(..., multistart=True) besides the default one: starts.structured_starts, and for the free
+    branch of r = 2, r* = 1 the mixed start (two rank-1 solves at this alpha; see mixed_start)."""
+    out = structured_starts(setting, branch)
+    if branch == "free" and setting.r == 2 and setting.r_star == 1 and not setting.untied:
+        out.append(mixed_start(setting, alpha, precision, seed))
+    return out

@@ -1,0 +1,250 @@
+"""Critical sample complexities of one setting: branch ends, alpha_c, alpha_l (docs/model.md); the one driver.
+
+- Where each branch exists comes first, from a branch-end strategy (:mod:`attnphase.theory.transition.strategies`):
+  the study's geometry locates the semantic branch's end (where it appears) and the positional branch's (where it
+  vanishes, if it does in range) as what they are, pitchfork or fold; any other setting where the solver stops
+  finding each branch.  No fixed point of a branch is solved where that branch does not exist.
+- alpha_c: train_loss(semantic) = train_loss(positional); alpha_l: the smallest alpha above which the test error of
+  the global minimum (:func:`attnphase.theory.state_evolution.results.lowest`) stays below the linear baseline's.
+  Both are roots of differences of fixed-point quantities (:mod:`attnphase.theory.transition.roots`).
+Every value is a :class:`~attnphase.theory.transition.records.Critical` record: value, interval, kind, method,
+reason.
+
+Small omega: the two training losses cross at a shallow angle there, so a small bias in the losses moves alpha_c
+a lot.  The study's published table (computed with a 12-point cubature, about 1% bias in the loss) gives
+alpha_c(0) = 0.548; this package finds 0.616 (interval [0.601, 0.632] at precision fast), about 10% higher,
+while its semantic branch end (a supercritical pitchfork at alpha = 0.513) agrees with an independent
+high-precision solve.  Do not compare with the published alpha_c at small omega.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import Executor
+from typing import Any
+
+import numpy as np
+
+from attnphase.errors import InputError, InputTypeError
+from attnphase.parallel import check_workers, pool
+from attnphase.setting import Setting, check_alpha, check_int, check_number
+from attnphase.theory.model.baseline import linear_baseline
+from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.state_evolution.precision import get_precision
+from attnphase.theory.state_evolution.results import FixedPoint, global_minimum_curve, lowest
+from attnphase.theory.state_evolution.solve import solve_retrying
+from attnphase.theory.transition.records import Critical, TransitionResult
+from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
+from attnphase.theory.transition.strategies import AdapterEnds, BranchEnds, SolverEnds
+
+
+def check_transition_args(alpha_min: Any, alpha_max: Any, n_grid: Any, precision: Any, xtol: Any,
+                          seed: Any) -> tuple[float, float, int, float, int]:
+    """Validate transition()'s options (before any work)."""
+    alpha_min, alpha_max = check_alpha(alpha_min), check_alpha(alpha_max)
+    if alpha_max <= alpha_min:
+        raise InputError(f"alpha range is empty: alpha_max ({alpha_max:g}) must exceed alpha_min ({alpha_min:g})")
+    n_grid = check_int("n_grid", n_grid, minimum=3)
+    get_precision(precision)
+    xtol = check_number("xtol", xtol)
+    if xtol <= 0:
+        raise InputError(f"xtol must be > 0, got {xtol:g}")
+    if xtol >= alpha_max - alpha_min:
+        raise InputError(f"xtol ({xtol:g}) must be smaller than the alpha range ({alpha_max - alpha_min:g})")
+    seed = check_int("seed", seed, minimum=0)
+    return alpha_min, alpha_max, n_grid, xtol, seed
+
+
+def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0, n_grid: int = 12,
+               precision: str = "fast", xtol: float = 0.01, seed: int = 0, z: float = 3.0,
+               ends: str = "auto", workers: int = 1) -> TransitionResult:
+    """alpha_c, alpha_l and the branch ends of one setting, searched in [alpha_min, alpha_max].
+
+    ends: "adapter" locates the branch ends as properties of the equations (pitchfork / fold, the L = 2,
+    r = r* = 1, antipodal adapter); "solves" locates them where the solver stops finding each branch (any
+    setting; kind "unknown"); "auto": the adapter where it applies.  workers > 1: the positional branch's end (with
+    the adapter) and its fixed points are computed in a second process while this one does the semantic branch's
+    (same numbers; it pays only where the proximal kernel's own threads leave cores idle, e.g. many cores, or
+    NUMBA_NUM_THREADS=1).
+
+    The branch ends come first (they say where each branch exists).  Both branches are then solved on an n_grid
+    alpha grid where they exist, downward from alpha_max until alpha_c and alpha_l are bracketed, and the
+    crossings refined by regula falsi to xtol.  Intervals: z standard errors (spread over scramblings) of the
+    difference, divided by its slope, plus the tolerance; for the ends see the strategies."""
+    if not isinstance(setting, Setting):
+        raise InputTypeError("setting must be an attnphase.Setting")
+    alpha_min, alpha_max, n_grid, xtol, seed = check_transition_args(alpha_min, alpha_max, n_grid, precision,
+                                                                     xtol, seed)
+    if ends not in ("auto", "adapter", "solves"):
+        raise InputError(f"ends must be 'auto', 'adapter' or 'solves', got {ends!r}")
+    check_workers(workers)
+    if setting.untied:
+        # The branch-end adapter is the tied student's, and the general path has not been validated for the
+        # untied one (solve() and compare() handle it): refuse rather than return unchecked critical values.
+        raise InputError("transition implements the tied student only; got student='untied' "
+                         "(use solve / attnphase theory --student untied for its fixed points)")
+    if ends == "adapter":
+        setting.require_study_geometry()
+    general = ends == "solves" or (ends == "auto" and not setting.is_study_geometry)
+    t0, c0 = time.perf_counter(), time.process_time()
+    te_lin = float(linear_baseline(setting).test_error_linear)
+    grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
+    if workers > 1:
+        with pool(1) as ex:
+            return _transition(setting, grid, general, precision, xtol, seed, z, te_lin, t0, c0, ex)
+    return _transition(setting, grid, general, precision, xtol, seed, z, te_lin, t0, c0, None)
+
+
+def _transition(setting: Setting, grid: list[float], general: bool, precision: str, xtol: float, seed: int,
+                z: float, te_lin: float, t0: float, c0: float, ex: Executor | None) -> TransitionResult:
+    alpha_min, alpha_max = grid[0], grid[-1]
+    step = (alpha_max - alpha_min) / (len(grid) - 1)
+    ends: BranchEnds = (SolverEnds(setting, grid, precision, seed, xtol) if general
+                        else AdapterEnds(setting, alpha_min, alpha_max, precision, seed, ex))
+    cache: dict[tuple[str, float], FixedPoint] = {(p.branch, round(p.alpha, 12)): p for p in ends.seed_points()}
+    solves = [len(cache)]
+
+    def start(branch: str, a: float) -> tuple[Overlaps | FixedPoint | None, FixedPoint | None]:
+        """(start, nearest solved point) for a solve of branch at a."""
+        # A solved neighbour within a grid step carries its Newton matrix (chord steps from the start, a few map
+        # evaluations per scrambling); the continuation path's overlaps are a start without one.
+        known = sorted((p for (b, _), p in cache.items() if b == branch and p.valid), key=lambda p: abs(p.alpha - a))
+        init: Overlaps | FixedPoint | None = known[0] if known and abs(known[0].alpha - a) <= 1.01 * step else None
+        if init is None:
+            init = ends.path_start(branch, a)
+        if init is None and known:
+            init = known[0]
+        return init, known[0] if known else None
+
+    def fp(branch: str, a: float) -> FixedPoint:
+        key = (branch, round(a, 12))
+        if key not in cache:
+            p, n = solve_retrying(setting, a, branch, precision, seed, *start(branch, a))
+            solves[0] += n
+            cache[key] = p
+        return cache[key]
+
+    def both(a: float) -> tuple[FixedPoint, FixedPoint] | None:
+        if not (ends.exists("semantic", a) and ends.exists("positional", a)):
+            return None
+        key = ("positional", round(a, 12))
+        if ex is not None and key not in cache:
+            # the positional solve in the other process while this one solves the semantic branch
+            fut = ex.submit(solve_retrying, setting, a, "positional", precision, seed, *start("positional", a))
+            fp("semantic", a)
+            cache[key], n = fut.result()
+            solves[0] += n
+        ps, pp = fp("semantic", a), fp("positional", a)
+        return (ps, pp) if ps.valid and pp.valid else None
+
+    def delta(a: float) -> tuple[float, float]:
+        pair = both(a)
+        if pair is None:
+            return float("nan"), float("nan")
+        ps, pp = pair
+        return ps.train_loss - pp.train_loss, math.hypot(ps.errors.get("train_loss", 0.0),
+                                                         pp.errors.get("train_loss", 0.0))
+
+    def global_excess(a: float) -> tuple[float, float]:
+        """The global minimum's test error minus the baseline's: the lowest valid branch where some exists, the
+        agnostic point where neither positional nor semantic is valid (the one definition: results.lowest)."""
+        gm = lowest([fp(b, a) for b in ("semantic", "positional") if ends.exists(b, a)])
+        if gm is None:
+            gm = lowest([fp("agnostic", a)])
+        if gm is None:
+            return float("nan"), float("nan")
+        return gm.test_error - te_lin, gm.errors.get("test_error", 0.0)
+
+    # Scan the grid downward from alpha_max (continuation: each solve starts from its neighbour above) until
+    # both alpha_c and alpha_l are bracketed: alpha_l is by definition the last crossing seen from above, and
+    # the branches are not solved where no critical value can lie.
+    d_pts: list[tuple[float, float]] = []
+    g_pts: list[tuple[float, float]] = []
+    failed_pairs: list[float] = []  # alphas where both branches exist but a solve was not valid
+    for a in reversed(grid):
+        c_done = not ends.exists("semantic", a) or any(d > 0 for _, d in d_pts)
+        l_done = any(v >= 0 for _, v in g_pts)
+        if c_done and l_done:
+            break
+        if not c_done:
+            if both(a) is not None:
+                d_pts.append((a, delta(a)[0]))
+            elif ends.exists("positional", a):
+                failed_pairs.append(a)
+        v = global_excess(a)[0]
+        if math.isfinite(v):
+            g_pts.append((a, v))
+    if ends.revisit([p for (b, _), p in cache.items() if b == "positional"]):
+        for key in [key for key in cache if key[0] == "positional" and not ends.exists("positional", key[1])]:
+            del cache[key]
+    critical = ends.records()
+    d_pts = sorted((a, d) for a, d in d_pts if math.isfinite(d))
+    sem_c = ends.semantic_end()
+    probed = False
+    top = d_pts[0][0] if d_pts else float("nan")
+    if d_pts and not any(d > 0 for _, d in d_pts) and sem_c.found and sem_c.hi < d_pts[0][0]:
+        # The scan reached the semantic end without seeing positional lower: look right above the end too (at a
+        # supercritical pitchfork the semantic loss there is the agnostic one, usually above the positional).
+        # Several probes, nearest the grid point first: right next to the end the semantic solve is critically
+        # slow and may fail, which must not be read as "no crossing".
+        for frac in (0.6, 0.3, 0.1):
+            a_e = sem_c.hi + frac * (top - sem_c.hi)
+            d_e = delta(a_e)[0]
+            if not math.isfinite(d_e):
+                continue
+            d_pts.insert(0, (a_e, d_e))
+            v = global_excess(a_e)[0]
+            if math.isfinite(v):
+                g_pts.append((a_e, v))
+            if d_e > 0:
+                break
+        probed = True
+    g_pts = sorted(g_pts)
+    alpha_c = alpha_c_on_grid(d_pts, delta, xtol, z, alpha_min, alpha_max)
+    if alpha_c is None:
+        alpha_c = _alpha_c_without_crossing(d_pts, failed_pairs, sem_c, ends.semantic_from_min(), probed, top,
+                                            alpha_min)
+    critical["alpha_c"] = alpha_c
+    critical["alpha_l"] = alpha_l_on_grid(g_pts, alpha_c, global_excess, xtol, z, alpha_min)
+    return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
+                            alpha_range=(alpha_min, alpha_max), curves=branch_curves(cache), unstable=ends.unstable,
+                            solves=solves[0], map_evaluations=ends.evaluations,
+                            seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
+
+
+def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: list[float], sem_c: Critical,
+                              semantic_from_min: bool, probed: bool, top: float, alpha_min: float) -> Critical:
+    """alpha_c where the loss difference shows no sign change on the grid: what the valid pairs say."""
+    if not d_pts:
+        if failed_pairs:
+            where = ", ".join(f"{a:.4g}" for a in sorted(failed_pairs))
+            return Critical.missing("alpha_c", "failed", f"both branches exist at alpha = {where}, but no valid pair "
+                                    f"of fixed points was found there")
+        if sem_c.found:
+            why = "no positional fixed point where the semantic branch appears"
+            return Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
+                            f"{why}: the global minimum switches where the semantic branch appears", why)
+        if semantic_from_min:
+            return Critical.missing("alpha_c", "not in range", f"the semantic branch is valid down to alpha_min = "
+                                    f"{alpha_min:g} (no positional fixed point found): alpha_c < {alpha_min:g}")
+        return Critical.missing("alpha_c", "not in range", "positional and semantic never coexist on the grid")
+    if all(d <= 0 for _, d in d_pts):
+        if sem_c.found and not (probed and d_pts[0][0] > 0.5 * (sem_c.hi + top)):
+            return Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
+                            "semantic lower wherever both exist: the global minimum switches where the semantic "
+                            "branch appears", "semantic below positional wherever both exist")
+        if sem_c.found:
+            return Critical.missing("alpha_c", "failed", "semantic below positional at every valid pair, but no "
+                                    "valid pair of fixed points right above the semantic end to confirm a switch "
+                                    "there")
+        if semantic_from_min:
+            return Critical.missing("alpha_c", "not in range", f"the semantic branch is valid down to alpha_min = "
+                                    f"{alpha_min:g} and lower than the positional one wherever both exist: "
+                                    f"alpha_c < {alpha_min:g}")
+    return Critical.missing("alpha_c", "failed", "no bracketed sign change of the training-loss difference")
+
+
+def global_minimum_curve_of(result: TransitionResult) -> list[FixedPoint]:
+    """The global minimum along the transition's own curves."""
+    return global_minimum_curve(result.curves)

@@ -1,0 +1,142 @@
+"""The records of the transition: one Critical record per critical value (value, interval, kind, method, reason) and
+the TransitionResult that holds them.  Figures and reports draw and print the records they are given, and never
+re-derive them from curves."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from attnphase.theory.state_evolution.results import FixedPoint
+
+
+# crossing: root of a difference; pitchfork / fold: a branch end; at spinodal: alpha_c where the semantic branch
+# appears below the positional one (no crossing); above range: alpha_c beyond alpha_max (positional lower
+# wherever both exist); not in range: no such value in the searched range (reason says why); failed;
+# unknown: a branch end located where the solver stops finding the branch, not classified.
+class CriticalKind(StrEnum):
+    crossing = "crossing"
+    pitchfork = "pitchfork"
+    fold = "fold"
+    at_spinodal = "at spinodal"
+    above_range = "above range"
+    not_in_range = "not in range"
+    failed = "failed"
+    unknown = "unknown"
+
+
+KINDS = tuple(k.value for k in CriticalKind)
+
+
+@dataclass(frozen=True)
+class Critical:
+    """One critical value with its interval.
+
+    value: the estimate (None when not found); (lo, hi): an interval meant to contain the exact value (integration
+    error and root-finding tolerance included); kind: one of KINDS; method: how it was computed; reason: why there
+    is no value, or a note."""
+
+    name: str
+    value: float | None
+    lo: float | None
+    hi: float | None
+    kind: CriticalKind
+    method: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        object.__setattr__(self, "kind", CriticalKind(self.kind))  # a plain string is taken and stored as the enum
+        if self.value is not None and not (self.lo <= self.value <= self.hi):
+            raise ValueError(f"{self.name}: value {self.value} outside its interval [{self.lo}, {self.hi}]")
+
+    @property
+    def found(self) -> bool:
+        return self.value is not None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return None if self.value is None else (float(self.lo), float(self.hi))
+
+    @property
+    def width(self) -> float | None:
+        return None if self.value is None else float(self.hi - self.lo)
+
+    def overlaps(self, other: Critical) -> bool:
+        if not (self.found and other.found):
+            return False
+        return self.lo <= other.hi and other.lo <= self.hi
+
+    @classmethod
+    def missing(cls, name: str, kind: CriticalKind | str, reason: str, method: str = "") -> Critical:
+        return cls(name, None, None, None, kind, method, reason)
+
+    def to_dict(self, prefix: str | None = None) -> dict[str, Any]:
+        p = prefix or self.name
+        return {p: self.value, f"{p}_lo": self.lo, f"{p}_hi": self.hi, f"{p}_kind": self.kind.value,
+                f"{p}_method": self.method, f"{p}_reason": self.reason}
+
+
+def spread_halfwidth(values: Sequence[float], confidence: float = 0.99) -> float:
+    """Half-width of a two-sided Student-t confidence interval of the mean of independent replicas."""
+    k = len(values)
+    if k < 2:
+        return float("inf")
+    sem = float(np.std(values, ddof=1)) / math.sqrt(k)
+    return float(student_t.ppf(0.5 + confidence / 2, k - 1)) * sem
+
+
+NAMES = ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes")
+
+
+@dataclass
+class TransitionResult:
+    """The critical values of one setting (records in ``critical``, keyed by NAMES plus the pitchforks
+    ``semantic_pitchfork`` and ``positional_pitchfork``), the branch curves solved on the way, and the
+    unstable parts of the branches (rows alpha, q, V, m, theta) for dashed curves."""
+
+    omega: float
+    critical: dict[str, Critical]
+    test_error_linear: float
+    alpha_range: tuple[float, float]
+    curves: dict[str, list[FixedPoint]] = field(default_factory=dict)
+    unstable: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    solves: int = 0  # fixed points solved (each: all scramblings)
+    map_evaluations: int = 0  # evaluations of the map spent on the branch ends
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time: comparable across loads of a shared machine
+
+    # The flat attributes of the first version (figures and the report read these).
+    def _value(self, name: str) -> float | None:
+        return self.critical[name].value
+
+    def _interval(self, name: str) -> tuple[float, float] | None:
+        return self.critical[name].interval
+
+    alpha_c = property(lambda self: self._value("alpha_c"))
+    alpha_l = property(lambda self: self._value("alpha_l"))
+    alpha_sem_appears = property(lambda self: self._value("alpha_sem_appears"))
+    alpha_pos_vanishes = property(lambda self: self._value("alpha_pos_vanishes"))
+    alpha_c_bracket = property(lambda self: self._interval("alpha_c"))
+    alpha_l_bracket = property(lambda self: self._interval("alpha_l"))
+    alpha_sem_appears_bracket = property(lambda self: self._interval("alpha_sem_appears"))
+    alpha_pos_vanishes_bracket = property(lambda self: self._interval("alpha_pos_vanishes"))
+
+    @property
+    def reasons(self) -> dict[str, str]:
+        return {k: c.reason for k, c in self.critical.items() if k in NAMES and c.reason}
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"omega": self.omega}
+        for name in NAMES:
+            d.update(self.critical[name].to_dict(name))
+        d["test_error_linear"] = self.test_error_linear
+        d["note"] = "; ".join(f"{k}: {v}" for k, v in self.reasons.items())
+        return d
