@@ -33,7 +33,7 @@ def free_curve(setting: Setting, alphas: list[float], precision: str, rank1: dic
 
     out, prev = [], None
     for a in alphas:
-        start = mixed_start_from(rank1[("semantic", a)], rank1[("positional", a)], setting.L)
+        start = mixed_start_from(rank1[("semantic", a)], rank1[("positional", a)], setting)
         fp = solve(setting, a, "free", precision, init=prev if prev is not None else start)
         if not fp.valid and prev is not None:
             fp = solve(setting, a, "free", precision, init=start)

@@ -141,7 +141,8 @@ def test_to_dict_round_trip_study_and_general():
     d = json.loads(json.dumps(g.to_dict()))
     assert d["m"] == [[1.0, 1.0]] * 3 and d["status"] == "diverged" and d["converged"] is False
     back = FixedPoint.from_dict(d)
-    assert back.status == Status.diverged and back.m.shape == (3, 2) and back.warnings == ("w",)
+    assert back.status == Status.diverged and back.m.shape == (3, 2) and [n.message for n in back.warnings] == ["w"]
+    assert d["warning_codes"] == ["legacy"] and back.warnings == g.warnings
 
 
 def test_lambda_zero_is_refused():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from attnphase import Setting
+from attnphase.notes import NoteCode
 from attnphase.theory.state_evolution.solve import mixed_start, solve
 from attnphase.theory.state_evolution.starts import default_start, mixed_start_from
 
@@ -28,7 +29,7 @@ def test_free_default_start_separates_m_and_theta_for_rank2():
 
 
 def test_mixed_start_shapes_and_refusal():
-    o = mixed_start_from(None, None, 3)
+    o = mixed_start_from(None, None, Setting(L=3, r=2))
     assert o.dims == (3, 2, 1) and o.m[:, 0].tolist() == [0, 0, 0] and o.m[:, 1].sum() == pytest.approx(0)
     with pytest.raises(ValueError, match="r = 2, r\\* = 1"):
         mixed_start(Setting(L=2, r=1), 1.5)
@@ -58,10 +59,11 @@ def test_multistart_finds_the_positional_point_simulations_reach_for_a_rank2_tea
     assert best.valid and best.m_norm == pytest.approx(0.3235, abs=3 * 0.0041 + 0.02 * 0.3235)
     assert best.train_loss == pytest.approx(0.005911, abs=3 * 0.00012 + 0.02 * 0.005911)
     assert not plain.valid or plain.train_loss > best.train_loss
-    assert any(w.startswith("multistart: start 1 of 2 chosen") for w in best.warnings)
+    assert any(w.code == NoteCode.multistart and w.message.startswith("multistart: start 1 of 2 chosen")
+               for w in best.warnings)
     # The study's setting has no extra starts: multistart changes nothing there.
     a = solve(Setting(), 1.5, "positional", "fast")
     b = solve(Setting(), 1.5, "positional", "fast", multistart=True)
-    assert a.train_loss == b.train_loss and not any("multistart" in w for w in b.warnings)
+    assert a.train_loss == b.train_loss and not any(w.code == NoteCode.multistart for w in b.warnings)
     with pytest.raises(TypeError, match="multistart"):
         solve(Setting(), 1.5, "positional", "fast", multistart="yes")

@@ -221,6 +221,7 @@ class PathStop(StrEnum):
     at_bound = "theta reached its bound"
     past_pitchfork = "past the pitchfork"
     sign_change = "order parameter changed sign"
+    callback = "stopped by the stop test"  # any other truthy reason a caller's stop() returns (message: its text)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ class Path:
 
 def arclength(F: Residual, u0: np.ndarray, tangent: np.ndarray, *, scale: np.ndarray, ds: float, tol: float,
               max_steps: int = 40, ds_min: float | None = None, ds_max: float | None = None,
-              stop: Callable[[np.ndarray], PathStop | None] | None = None, accept: float = 0.0,
+              stop: Callable[[np.ndarray], PathStop | str | None] | None = None, accept: float = 0.0,
               jacobian: np.ndarray | None = None, fd_rel: float = 1e-3) -> Path:
     """Pseudo-arclength continuation of F(u) = 0 from the solution u0 in the direction ``tangent``.
 
@@ -295,8 +296,9 @@ def arclength(F: Residual, u0: np.ndarray, tangent: np.ndarray, *, scale: np.nda
         ds = min(ds * 1.5, ds_max) if r.corrections <= 3 else ds
         if stop is not None:
             reason = stop(u_new)
-            if reason is not None:
-                why, message = reason, reason.value
+            if reason:
+                why = reason if isinstance(reason, PathStop) else PathStop.callback
+                message = why.value if isinstance(reason, PathStop) else str(reason)
                 break
     U = np.array(pts)
     s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(U / scale, axis=0), axis=1))])
