@@ -16,8 +16,13 @@ from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
 from attnphase.theory.solvers.fixed_point import Inadmissible
 
 
+def ridge_matrix(setting: Setting, h: HatOverlaps) -> np.ndarray:
+    """lambda I + sigma^2 Vhat (symmetrised): K^{-1}."""
+    return setting.lam * np.eye(h.Vhat.shape[0]) + setting.sigma**2 * 0.5 * (h.Vhat + h.Vhat.T)
+
+
 def _K(setting: Setting, h: HatOverlaps) -> np.ndarray:
-    M = setting.lam * np.eye(h.Vhat.shape[0]) + setting.sigma**2 * 0.5 * (h.Vhat + h.Vhat.T)
+    M = ridge_matrix(setting, h)
     if M.shape == (1, 1):
         if not M[0, 0] > 0:
             raise Inadmissible(f"lambda + sigma^2 Vhat = {M[0, 0]:.3g} <= 0: the iteration left the admissible set")
@@ -44,9 +49,21 @@ def update_overlaps(setting: Setting, hats: HatOverlaps) -> Overlaps:
                     theta=s2 * K @ hats.thetahat @ setting.rho_matrix)
 
 
+def thetahat_for(setting: Setting, hats: HatOverlaps, theta: np.ndarray) -> np.ndarray:
+    """The thetahat for which the closed form gives this theta (the Lagrange multiplier of a constraint on theta):
+    theta = sigma^2 K thetahat rho  <=>  thetahat = K^{-1} theta rho^{-1} / sigma^2."""
+    return ridge_matrix(setting, hats) @ theta @ np.linalg.inv(setting.rho_matrix) / setting.sigma**2
+
+
 def prior_energy(setting: Setting, o: Overlaps, h: HatOverlaps) -> float:
     """The alpha-independent part of the free energy Phi (everything but -alpha E[Moreau envelope]):
     (1/2) tr(Vhat q - qhat V) - tr(m^T mhat) - tr(theta^T thetahat) + (1/2) tr[K (source)]."""
     K = _K(setting, h)
     return float(0.5 * np.trace(h.Vhat @ o.q - h.qhat @ o.V) - np.sum(o.m * h.mhat) - np.sum(o.theta * h.thetahat)
                  + 0.5 * np.trace(K @ _source(setting, h)))
+
+
+def train_loss(setting: Setting, alpha: float, o: Overlaps, h: HatOverlaps, moreau: float) -> float:
+    """The training loss (energy per dimension) at a fixed point: -Phi = -(prior_energy - alpha E[Moreau envelope]),
+    with ``moreau`` the channel's E[min_h ...] (channel.update_hatoverlaps returns it)."""
+    return -(prior_energy(setting, o, h) - alpha * moreau)

@@ -32,7 +32,7 @@ from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import update_hatoverlaps
 from attnphase.theory.model.observables import test_error as _test_error
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps
-from attnphase.theory.model.prior import prior_energy, update_overlaps
+from attnphase.theory.model.prior import thetahat_for, train_loss, update_overlaps
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
@@ -120,9 +120,7 @@ def _check_target(setting: Setting, theta_target: float | np.ndarray) -> np.ndar
 def multiplier(setting: Setting, hats: HatOverlaps, theta: np.ndarray) -> np.ndarray:
     """The thetahat for which the prior's closed form gives theta: (lambda I + sigma^2 Vhat) theta rho^{-1} /
     sigma^2 (prior.update_overlaps: theta = sigma^2 K thetahat rho, K = (lambda I + sigma^2 Vhat)^{-1})."""
-    s2 = setting.sigma**2
-    M = setting.lam * np.eye(hats.Vhat.shape[0]) + s2 * 0.5 * (hats.Vhat + hats.Vhat.T)
-    return M @ theta @ np.linalg.inv(setting.rho_matrix) / s2
+    return thetahat_for(setting, hats, theta)
 
 
 class ConstrainedMap:
@@ -194,7 +192,7 @@ def constrained_fixed_point(setting: Setting, alpha: float, branch: str, theta_t
         out, hats = sol.aux
         o = cm.overlaps(x)
         try:
-            energy = -(prior_energy(setting, o, hats) - alpha * out.moreau)
+            energy = train_loss(setting, alpha, o, hats, out.moreau)
         except Inadmissible as exc:
             status, message = Status.inadmissible, str(exc)
             break

@@ -19,7 +19,7 @@ from attnphase.theory.model.channel import points_dim
 from attnphase.theory.model.observables import test_error as _test_error
 from attnphase.theory.model.observables import test_error_estimate
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge
-from attnphase.theory.model.prior import prior_energy
+from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
     FAR_STEPS,
@@ -268,7 +268,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         xs.append(x)
         o = bm.unpack(sol.x)
         try:
-            energy = -(prior_energy(setting, o, sol.aux.hats) - alpha * sol.aux.moreau)
+            energy = train_loss(setting, alpha, o, sol.aux.hats, sol.aux.moreau)
         except Inadmissible as exc:
             status, message = Status.inadmissible, str(exc)
             break

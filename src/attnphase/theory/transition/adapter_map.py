@@ -24,7 +24,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting
 from attnphase.theory.model.channel import pointwise_f, update_hatoverlaps
 from attnphase.theory.model.overlaps import Branch, Overlaps
-from attnphase.theory.model.prior import prior_energy, update_overlaps
+from attnphase.theory.model.prior import train_loss, update_overlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
 
 # Full coordinate vector of today's engine: (q, m, V, theta).
@@ -72,7 +72,7 @@ def branch_map(setting: Setting, alpha: float, branch: str, points: np.ndarray, 
     gx = np.array([float(new.q[0, 0]), float(new.m[0, 0]), float(new.V[0, 0]), float(new.theta[0, 0])])
     loss = float("nan")
     if energy:
-        loss = -(prior_energy(setting, new, out.hats) - alpha * out.moreau)
+        loss = train_loss(setting, alpha, new, out.hats, out.moreau)
     return MapValue(gy=gx[list(SPECTATORS)], gt=float(gx[ORDER_PARAMETER[branch]]), train_loss=loss)
 
 
