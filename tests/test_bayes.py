@@ -24,7 +24,7 @@ from attnphase.theory.bayes import (
     thresholds,
 )
 from attnphase.theory.bayes.channel import dg_out_diag, g_out, log_z_out, mean_g2, psi_out
-from attnphase.theory.bayes.observables import bayes_test_error, softmax_variance
+from attnphase.theory.bayes.observables import bayes_test_error
 from attnphase.theory.bayes.state_evolution import alpha_weak_value
 
 # ------------------------------------------------------------------------------------ channel vs Monte Carlo
@@ -216,7 +216,9 @@ def test_bayes_point_record():
         assert k in d
     assert p.converged and 0 < p.overlap < 1 and p.phase == "partial"
     assert p.test_error < p.test_error_linear
-    with pytest.raises(Exception):
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
         p.alpha = 1.0  # frozen
 
 

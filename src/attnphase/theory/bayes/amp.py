@@ -19,12 +19,13 @@ Starts: from a = 0 exactly g_out = 0 and GAMP stays at zero by symmetry (the cha
 log(d) / log(alpha / alpha_weak) iterations) or "informative" (a = q0 Q* + sqrt(q0 (1 - q0)) z, v = 1 - q0: on the
 Nishimori line with overlap q0, the start state evolution is given).
 
-Test error per iteration (0..10, then every 10th, and the last): for each test sample the fields' GAMP posterior is N(x a / (sigma sqrt d), v) (in units of
-sigma), T_hat = (1 - omega) E[softmax(h h^T)] + omega A (Gauss-Hermite in L dimensions), and the error
-||(T - T_hat) x||^2 / (2d) is averaged over the test set: measured on the data, not the asymptotic formula.  The
-same measurement for the linear baseline's predictor E[T] (``test_error_linear_measured``) has the same sampling
-noise: the ratio test_error / test_error_linear_measured is the low-variance number to hold against theory (a test
-set of 1000 sequences gives the error to about 5%, and the teacher's norm |Q*|^2 / d varies by O(1/sqrt(d))).
+Test error per iteration (0..10, then every 10th, and the last): for each test sample the fields' GAMP
+posterior is N(x a / (sigma sqrt d), v) (in units of sigma), T_hat = (1 - omega) E[softmax(h h^T)] + omega A
+(Gauss-Hermite in L dimensions), and the error ||(T - T_hat) x||^2 / (2d) is averaged over the test set: measured
+on the data, not the asymptotic formula.  The same measurement for the linear baseline's predictor E[T]
+(``test_error_linear_measured``) has the same sampling noise: the ratio test_error / test_error_linear_measured is
+the low-variance number to hold against theory (a test set of 1000 sequences gives the error to about 5%, and the
+teacher's norm |Q*|^2 / d varies by O(1/sqrt(d))).
 """
 
 from __future__ import annotations
@@ -201,5 +202,6 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
                      test_error_linear=float(linear_baseline(setting).test_error_linear),
                      test_error_linear_measured=te_lin_measured, iterations=it,
                      status=status, warnings=tuple(warnings), history_overlap=tuple(hist_m),
-                     history_self_overlap=tuple(hist_q), history_test_error=tuple(hist_te), history_test_iterations=tuple(te_its),
+                     history_self_overlap=tuple(hist_q), history_test_error=tuple(hist_te),
+                     history_test_iterations=tuple(te_its),
                      seconds=time.perf_counter() - t0, readoff_residual=float(np.max(resid)))

@@ -75,7 +75,8 @@ class AmpResult:
     overlap: |a . Q*| / |Q*|^2 (a: GAMP's estimate; = q in the state evolution); self_overlap: |a|^2 / |Q*|^2
     (equal to the overlap on the Nishimori line); test_error: measured on the run's test set, ||y - E[T | GAMP] x||^2 / (2d)
     averaged over test samples; test_error_linear: the baseline's asymptotic value; test_error_linear_measured: the
-    baseline's predictor E[T] measured on the same test set (same sampling noise as test_error); history: per iteration (0 = the start) the overlap and self-overlap; the test error at the iterations
+    baseline's predictor E[T] measured on the same test set (same sampling noise as test_error); history: per
+    iteration (0 = the start) the overlap and self-overlap; the test error at the iterations
     history_test_iterations."""
 
     d: int
@@ -108,7 +109,8 @@ class AmpResult:
     def to_dict(self, history: bool = False) -> dict[str, Any]:
         d = {k: _clean(getattr(self, k)) for k in ("d", "n", "alpha", "L", "omega", "delta", "seed", "init",
                                                     "overlap", "self_overlap", "test_error", "test_error_linear",
-                                                    "test_error_linear_measured", "iterations", "seconds", "readoff_residual")}
+                                                    "test_error_linear_measured", "iterations", "seconds",
+                                                    "readoff_residual")}
         d["status"] = self.status.value
         d["converged"] = self.converged
         d["warnings"] = list(self.warnings)

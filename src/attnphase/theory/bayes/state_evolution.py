@@ -11,9 +11,9 @@ a closed form):
 
     phi(q; alpha) = (q + log(1 - q)) / 2 + alpha Psi_out(q).
 
-The fixed points are the roots of alpha(q) = alpha with alpha(q) = q / ((1 - q) E||g_out||^2(q)): the map moves q up
-where alpha > alpha(q), so a root is stable (a local maximum of phi(q)) iff alpha(q) increases through it, and the iteration from q -> 0+
-stops at the first root.  alpha(q) is tabulated once per (L, delta) on a grid dense near q = 1.
+The fixed points are the roots of alpha(q) = alpha with alpha(q) = q / ((1 - q) E||g_out||^2(q)): the map moves q
+up where alpha > alpha(q), so a root is stable (a local maximum of phi(q)) iff alpha(q) increases through it, and
+the iteration from q -> 0+ stops at the first root.  alpha(q) is tabulated once per (L, delta) on a grid dense near q = 1.
 """
 
 from __future__ import annotations
