@@ -35,7 +35,13 @@ def main() -> None:
     p.add_argument("--delta", type=float, default=0.0)
     p.add_argument("--n-test", type=int, default=1000)
     p.add_argument("--json", default=None, help="write the rows here")
+    p.add_argument("--figures", default=None, metavar="DIR",
+                   help="instead: the comparison figure and the phase diagram (ERM at precision fast over --diagram-omegas, "
+                        "GAMP at --d over --seeds) into DIR, records in DIR/bayes.json")
+    p.add_argument("--diagram-omegas", default="0,0.1,0.2,0.3,0.4")
     args = p.parse_args()
+    if args.figures:
+        return figures(args)
     rows = []
     for omega in parse_spec(args.omegas):
         setting = Setting(omega=omega, L=args.L)
@@ -66,6 +72,31 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
+
+
+def figures(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from attnphase.theory.bayes.section import bayes_section
+    from attnphase.theory.transition import phase_diagram
+
+    omega = parse_spec(args.omegas)[0]
+    setting = Setting(omega=omega, L=args.L)
+    omegas = sorted(set(parse_spec(args.diagram_omegas)) | {omega})
+    t0 = time.perf_counter()
+    diagram = phase_diagram(setting, omegas, precision="fast", progress=False, workers=1)
+    t_erm = time.perf_counter() - t0
+    tr = next(t for t in diagram if abs(t.omega - omega) < 1e-12)
+    alphas = [float(a) for a in np.linspace(0.01, 2.0, 200)]
+    records, paths = bayes_section(setting, alphas, args.figures, quick=False, delta=args.delta, transition_result=tr,
+                                   diagram=diagram, amp_d=args.d, amp_seeds=parse_int_spec(args.seeds),
+                                   amp_alphas=parse_spec(args.alphas))
+    records.append({"kind": "erm_transitions", "rows": [t.to_dict() for t in diagram], "seconds": t_erm})
+    records.append({"kind": "erm_curves", "omega": omega,
+                    "rows": [{"branch": b, "alpha": p.alpha, "test_error": p.test_error, "train_loss": p.train_loss,
+                              "status": str(p.status.value)} for b, pts in tr.curves.items() for p in pts]})
+    Path(args.figures, "bayes.json").write_text(json.dumps(records, indent=1, default=float))
+    print("wrote", ", ".join(str(p) for p in paths), f"(ERM {t_erm:.0f} s)")
 
 
 if __name__ == "__main__":
