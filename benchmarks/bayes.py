@@ -87,14 +87,20 @@ def figures(args: argparse.Namespace) -> None:
     diagram = phase_diagram(setting, omegas, precision="fast", progress=False, workers=1)
     t_erm = time.perf_counter() - t0
     tr = next(t for t in diagram if abs(t.omega - omega) < 1e-12)
+    from attnphase.theory.curves import solve_curves
+
+    t1 = time.perf_counter()
+    erm_alphas = [float(a) for a in np.linspace(0.1, 2.0, 20)]
+    curves = solve_curves(setting, erm_alphas, ("positional", "semantic"), precision="fast")
+    t_erm += time.perf_counter() - t1
     alphas = [float(a) for a in np.linspace(0.01, 2.0, 200)]
     records, paths = bayes_section(setting, alphas, args.figures, quick=False, delta=args.delta, transition_result=tr,
-                                   diagram=diagram, amp_d=args.d, amp_seeds=parse_int_spec(args.seeds),
+                                   diagram=diagram, curves=curves, amp_d=args.d, amp_seeds=parse_int_spec(args.seeds),
                                    amp_alphas=parse_spec(args.alphas))
     records.append({"kind": "erm_transitions", "rows": [t.to_dict() for t in diagram], "seconds": t_erm})
     records.append({"kind": "erm_curves", "omega": omega,
                     "rows": [{"branch": b, "alpha": p.alpha, "test_error": p.test_error, "train_loss": p.train_loss,
-                              "status": str(p.status.value)} for b, pts in tr.curves.items() for p in pts]})
+                              "status": str(p.status.value)} for b, pts in curves.items() for p in pts]})
     Path(args.figures, "bayes.json").write_text(json.dumps(records, indent=1, default=float))
     print("wrote", ", ".join(str(p) for p in paths), f"(ERM {t_erm:.0f} s)")
 

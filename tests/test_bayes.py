@@ -332,3 +332,26 @@ def test_cli_amp_json(capsys):
                                "--n-test", "100", "--json"])
     d = json.loads(out)
     assert rc == 0 and {"overlap", "test_error", "iterations", "converged"} <= set(d)
+
+
+# ---------------------------------------------------------------------------------------- figures, section
+
+
+def test_bayes_section_quick_writes_records_and_figures(tmp_path):
+    pytest.importorskip("torch")
+    from attnphase.theory.bayes.section import bayes_section
+
+    records, paths = bayes_section(Setting(omega=0.3), [0.1, 0.3, 0.6], tmp_path, quick=True, amp_d=150,
+                                   amp_seeds=(0,), amp_alphas=(0.9,))
+    kinds = [r["kind"] for r in records]
+    assert kinds.count("bayes") == 3 and "bayes_thresholds" in kinds and kinds.count("amp") == 1
+    assert all(p.exists() for p in paths) and {p.suffix for p in paths} == {".png", ".pdf"}
+    json.dumps(records)  # machine-readable
+
+
+def test_phase_diagram_figure_from_thresholds_alone(tmp_path):
+    from attnphase.plots_bayes import plot_bayes_phase_diagram
+
+    ths = [thresholds(2, w) for w in (0.0, 0.3, 0.6, 1.0)]
+    paths = plot_bayes_phase_diagram(ths, tmp_path / "pd")
+    assert all(p.exists() for p in paths)

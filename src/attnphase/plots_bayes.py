@@ -73,7 +73,9 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
                           test_error_linear: float | None = None, title: str | None = None) -> list[Path]:
     """Test error vs alpha: the Bayes-optimal error (and GAMP's state evolution from an uninformative start where
     it differs), the ERM branches and their global minimum, the linear baseline, GAMP at finite d (rows with alpha,
-    test_error_mean, test_error_sem, d), alpha_c and alpha_l of the transition and the Bayes thresholds."""
+    test_error_mean, test_error_sem, d; drawn: test_error_calibrated_mean / _sem where present, i.e. the measured
+    error over the baseline's predictor measured on the same test set, times the baseline's asymptotic value), alpha_c
+    and alpha_l of the transition and the Bayes thresholds."""
     pts = sorted([p for p in bayes_points if _finite(p.test_error)], key=lambda p: p.alpha)
     if not pts:
         raise ValueError("bayes comparison: no Bayes-optimal points to plot")
@@ -100,9 +102,11 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
     if amp:
         rows = sorted(amp, key=lambda r: r["alpha"])
         dd = sorted({r["d"] for r in rows})
-        ax.errorbar([r["alpha"] for r in rows], [r["test_error_mean"] for r in rows],
-                    yerr=[r.get("test_error_sem") or 0.0 for r in rows], **_AMP_STYLE,
-                    label=f"GAMP, d = {', '.join(str(v) for v in dd)}", zorder=6)
+        cal = all("test_error_calibrated_mean" in r for r in rows)
+        key = "test_error_calibrated" if cal else "test_error"
+        ax.errorbar([r["alpha"] for r in rows], [r[f"{key}_mean"] for r in rows],
+                    yerr=[r.get(f"{key}_sem") or 0.0 for r in rows], **_AMP_STYLE,
+                    label=f"GAMP, d = {', '.join(str(v) for v in dd)}" + (" (calibrated*)" if cal else ""), zorder=6)
     if transition is not None:
         for name, style, label in (("alpha_c", _ALPHA_C_STYLE, r"$\alpha_c$ (ERM)"),
                                    ("alpha_l", _ALPHA_L_STYLE, r"$\alpha_l$ (ERM beats linear)")):

@@ -37,19 +37,27 @@ def amp_rows(setting: Setting, d: int, alphas: Sequence[float], seeds: Sequence[
         runs = [run_amp(setting, d, a, seed=s, delta=delta, n_test=n_test, init=init) for s in seeds]
         m = np.array([r.overlap for r in runs])
         te = np.array([r.test_error for r in runs])
+        # Calibrated: the measured error over the baseline's predictor measured on the same test set, times the
+        # baseline's asymptotic value (removes the test set's sampling noise and the teacher norm's O(1/sqrt d)).
+        cal = np.array([r.test_error / r.test_error_linear_measured * r.test_error_linear for r in runs])
         rows.append({"kind": "amp", "alpha": float(a), "d": int(d), "L": setting.L, "omega": setting.omega,
                      "delta": delta, "init": init, "seeds": list(seeds), "overlap_mean": float(m.mean()),
                      "overlap_sem": _sem(m), "test_error_mean": float(te.mean()), "test_error_sem": _sem(te),
+                     "test_error_calibrated_mean": float(cal.mean()), "test_error_calibrated_sem": _sem(cal),
                      "converged": int(sum(r.converged for r in runs)), "iterations": [r.iterations for r in runs]})
     return rows
 
 
 def bayes_section(setting: Setting, alphas: Sequence[float], out_dir: str | Path, *, quick: bool = True,
                   delta: float = 0.0, transition_result: Any = None, diagram: Sequence[Any] | None = None,
+                  curves: Any = None,
                   amp: bool = True, amp_d: int | None = None, amp_seeds: Sequence[int] | None = None,
                   amp_alphas: Sequence[float] | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
     """Records (rows of kind 'bayes', one 'bayes_thresholds', rows of kind 'amp') and the figure paths
-    (bayes_comparison.png/.pdf, and bayes_phase_diagram.png/.pdf when ``diagram`` is given or quick is False)."""
+    (bayes_comparison.png/.pdf, and bayes_phase_diagram.png/.pdf when ``diagram`` is given or quick is False).
+
+    ``curves``: ERM branch curves ({branch: [FixedPoint]}) to draw; default: the transition's own curves (which
+    cover the alphas around alpha_c only)."""
     from attnphase.plots_bayes import plot_bayes_comparison, plot_bayes_phase_diagram
 
     setting = check_bayes_setting(setting)
@@ -70,7 +78,7 @@ def bayes_section(setting: Setting, alphas: Sequence[float], out_dir: str | Path
         rows = amp_rows(setting, amp_d or spec["d"], amp_alphas or spec["alphas"], amp_seeds or spec["seeds"],
                         delta)
         records.extend(rows)
-    curves = getattr(transition_result, "curves", None) or None
+    curves = curves or getattr(transition_result, "curves", None) or None
     glob = None
     if curves:
         from attnphase.theory.curves import global_minimum_curve

@@ -25,6 +25,14 @@ def check_bayes_setting(setting: Setting) -> Setting:
     return setting
 
 
+def _baseline(setting: Setting, delta: float) -> float:
+    """The linear baseline of the model: the package's (noiseless); for the noisy variant the same predictor E[T]
+    against the noisy teacher, i.e. the Bayes-optimal error at q = 0."""
+    if delta == 0.0:
+        return float(linear_baseline(setting).test_error_linear)
+    return float(bayes_test_error(setting, 0.0, delta)[0])
+
+
 def _phase(q: float) -> str:
     return "uninformative" if q == 0.0 else ("perfect" if q >= 1.0 else "partial")
 
@@ -36,7 +44,7 @@ def bayes_point(setting: Setting, alpha: float, delta: float = 0.0, test_error_l
     setting, alpha, delta = check_bayes_setting(setting), check_alpha(alpha), check_delta(delta)
     L, omega = setting.L, setting.omega
     if test_error_linear is None:
-        test_error_linear = float(linear_baseline(setting).test_error_linear)
+        test_error_linear = _baseline(setting, delta)
     warnings: list[str] = []
     if omega == 1.0:
         return BayesPoint(alpha, L, omega, delta, 0.0, 0.0, 0.0, 0.0, test_error_linear, float("nan"),
@@ -66,6 +74,6 @@ def bayes_curve(setting: Setting, alphas: Sequence[float], delta: float = 0.0) -
     """bayes_point at each alpha (the linear baseline and the thresholds computed once)."""
     setting, delta = check_bayes_setting(setting), check_delta(delta)
     alphas = [check_alpha(a) for a in alphas]
-    te_lin = float(linear_baseline(setting).test_error_linear)
+    te_lin = _baseline(setting, delta)
     th = thresholds(setting.L, setting.omega, delta)
     return [bayes_point(setting, a, delta, te_lin, th) for a in alphas]
