@@ -270,6 +270,30 @@ def test_gamp_small_run_reaches_perfect_recovery_and_is_seeded():
     assert {"overlap", "test_error", "iterations", "converged"} <= set(d) and len(d["history"]["overlap"]) > 1
 
 
+def test_gamp_overlap_does_not_depend_on_omega():
+    """Same seed at omega = 0.3 and 0.7: the read-off gives the same fields, so GAMP's iterates agree to round-off."""
+    pytest.importorskip("torch")
+    from attnphase.theory.bayes.amp import run_amp
+
+    r1 = run_amp(Setting(omega=0.3), 200, 0.9, seed=3, n_test=50)
+    r2 = run_amp(Setting(omega=0.7), 200, 0.9, seed=3, n_test=50)
+    np.testing.assert_allclose(r1.history_overlap[:5], r2.history_overlap[:5], rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_gamp_noisy_variant_tracks_state_evolution():
+    """delta = 0.1 (noise on the teacher's fields): d = 2000, two seeds, alpha = 0.8; state evolution 0.842."""
+    pytest.importorskip("torch")
+    from attnphase.theory.bayes.amp import run_amp
+
+    s = Setting(omega=0.3)
+    runs = [run_amp(s, 2000, 0.8, seed=k, delta=0.1, init="informative", q0=0.2) for k in range(2)]
+    q_se = iterate(0.8, 0.2, 2000, 2, 0.1)[-1]
+    assert np.mean([r.overlap for r in runs]) == pytest.approx(q_se, abs=0.03)
+    ratio = np.mean([r.test_error / r.test_error_linear_measured for r in runs])
+    assert ratio == pytest.approx(bayes_test_error(s, q_se, 0.1)[0] / bayes_test_error(s, 0.0, 0.1)[0], abs=0.06)
+
+
 @pytest.mark.slow
 def test_gamp_tracks_state_evolution_at_finite_d():
     """d = 2500, four seeds, alphas below weak recovery, in the partial phase and above perfect recovery; informative
