@@ -21,11 +21,11 @@ Nishimori line with overlap q0, the start state evolution is given).
 
 Test error per iteration (0..10, then every 10th, and the last): for each test sample the fields' GAMP
 posterior is N(x a / (sigma sqrt d), v) (in units of sigma), T_hat = (1 - omega) E[softmax(h h^T)] + omega A
-(Gauss-Hermite in L dimensions), and the error ||(T - T_hat) x||^2 / (2d) is averaged over the test set: measured
-on the data, not the asymptotic formula.  The same measurement for the linear baseline's predictor E[T]
-(``test_error_linear_measured``) has the same sampling noise: the ratio test_error / test_error_linear_measured is
-the low-variance number to hold against theory (a test set of 1000 sequences gives the error to about 5%, and the
-teacher's norm |Q*|^2 / d varies by O(1/sqrt(d))).
+(Gauss-Hermite in L <= 4 dimensions, Sobol points beyond), and the error ||(T - T_hat) x||^2 / (2d) is averaged
+over the test set: measured on the data, not the asymptotic formula.  The same measurement for the linear
+baseline's predictor E[T] (``test_error_linear_measured``) has the same sampling noise: the ratio
+test_error / test_error_linear_measured is the low-variance number to hold against theory (a test set of 1000
+sequences gives the error to about 5%, and the teacher's norm |Q*|^2 / d varies by O(1/sqrt(d))).
 """
 
 from __future__ import annotations
@@ -49,15 +49,15 @@ TOL = 1e-9  # stop when the mean squared change of a falls below it
 V_MIN = 1e-12  # perfect recovery reached
 TEST_EVERY = 10  # test error at iterations 0..10, then every 10th and the last (it costs more than an iteration)
 GH_PER_DIM = {2: 16, 3: 9, 4: 6}
+CHUNK = 4_000_000  # softmax entries evaluated at once by the test error
 MAX_BYTES = 8 * 2**30  # refuse runs planning more than this (also bounded by the memory available)
 
 
 def memory_bytes(d: int, alpha: float, L: int, n_test: int) -> int:
     """Peak bytes of one run: the training tokens and labels (2 n L d, the labels recomputed once for the read-off),
-    the test tokens and labels (2 n_test L d), float64, plus the test-error rule's arrays."""
+    the test tokens and labels (2 n_test L d), float64, plus the test error's chunks and the O(n L) messages."""
     n = max(1, round(alpha * d))
-    nodes = GH_PER_DIM.get(L, 5) ** L
-    return 8 * (2 * n * L * d + 2 * n_test * L * d + 4 * n_test * nodes * L * L) + 8 * 4 * d
+    return 8 * (2 * n * L * d + 2 * n_test * L * d + 4 * CHUNK + 8 * n * L) + 8 * 4 * d
 
 
 def check_amp_args(setting: Setting, d: Any, alpha: Any, seed: Any, delta: Any, n_test: Any, max_iter: Any,
@@ -96,16 +96,31 @@ def check_amp_args(setting: Setting, d: Any, alpha: Any, seed: Any, delta: Any, 
     return d, alpha, seed, delta, n_test, max_iter, q0
 
 
+def _nodes(L: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integration nodes (L, m) and weights for E over N(0, I_L): Gauss-Hermite tensor rule for L <= 4, else 4096
+    scrambled Sobol points (equal weights)."""
+    if L in GH_PER_DIM:
+        return gauss_hermite_grid(GH_PER_DIM[L], L)
+    from attnphase.theory.quadrature import gaussian_sobol
+
+    z = gaussian_sobol(12, L, 1900 + L)
+    return z, np.full(z.shape[1], 1.0 / z.shape[1])
+
+
 def _posterior_attention(setting: Setting, omega_t: np.ndarray, V: float, delta: float) -> np.ndarray:
-    """E[T] under fields h = sigma w, w ~ N(omega_t, (V + delta) I): (n, L, L)."""
+    """E[T] under fields h = sigma w, w ~ N(omega_t, (V + delta) I): (n, L, L), in chunks of test samples."""
     from attnphase.theory.attention import softmax_rows
 
     L = setting.L
-    z, wz = gauss_hermite_grid(GH_PER_DIM.get(L, 5), L)
-    h = setting.sigma * (omega_t[:, None, :] + math.sqrt(max(V + delta, 0.0)) * z.T[None, :, :])
-    S = softmax_rows(h[..., :, None] * h[..., None, :])
-    ES = np.einsum("j,njlk->nlk", wz, S)
-    return (1.0 - setting.omega) * ES + setting.omega * setting.A_array[None]
+    z, wz = _nodes(L)
+    s = math.sqrt(max(V + delta, 0.0))
+    per = max(1, CHUNK // (z.shape[1] * L * L))
+    out = np.empty((omega_t.shape[0], L, L))
+    for i in range(0, omega_t.shape[0], per):
+        h = setting.sigma * (omega_t[i:i + per, None, :] + s * z.T[None, :, :])
+        S = softmax_rows(h[..., :, None] * h[..., None, :])
+        out[i:i + per] = np.einsum("j,njlk->nlk", wz, S)
+    return (1.0 - setting.omega) * out + setting.omega * setting.A_array[None]
 
 
 def _test_error(T: np.ndarray, T_hat: np.ndarray, G: np.ndarray, d: int) -> float:

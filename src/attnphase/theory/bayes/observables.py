@@ -19,6 +19,8 @@ for L > 4, error = spread over scramblings.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from attnphase.setting import Setting
@@ -64,7 +66,11 @@ def _nested_sobol(q: float, L: int, sigma: float, delta: float, seed: int) -> fl
 
 def softmax_variance(q: float, L: int, sigma: float, delta: float = 0.0) -> tuple[float, float]:
     """sum_{l,k} E_xi Var_eta S_lk (see the module docstring) and an error estimate."""
-    q, delta = check_overlap(q), check_delta(delta)
+    return _softmax_variance(check_overlap(q), int(L), float(sigma), check_delta(delta))
+
+
+@lru_cache(maxsize=256)
+def _softmax_variance(q: float, L: int, sigma: float, delta: float) -> tuple[float, float]:
     if L < 2:
         return 0.0, 0.0  # softmax over one token is 1
     if q >= 1.0 and delta == 0.0:
