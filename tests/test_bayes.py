@@ -166,6 +166,10 @@ def test_small_noise_keeps_phase_retrieval_hard_phase():
     th = thresholds(1, 0.3, 1e-3)
     assert th["alpha_alg"].kind == "fold" and th["alpha_spinodal"].kind == "fold"
     assert th["alpha_spinodal"].value < th["alpha_it"].value < th["alpha_alg"].value
+    # the noisy IT threshold returns to the noiseless 1/L as delta -> 0 (logarithmically slowly)
+    small = thresholds(1, 0.3, 1e-6)
+    assert 1.0 < small["alpha_it"].value < th["alpha_it"].value
+    assert small["alpha_alg"].value == pytest.approx(thresholds(1, 0.3)["alpha_alg"].value, abs=2e-3)
 
 
 # ---------------------------------------------------------------------------------------------- test error

@@ -1,9 +1,10 @@
 """What the reproduction calls: the Bayes-optimal curve, its thresholds, GAMP at finite d and the figures.
 
-:func:`bayes_section` is cheap in quick mode (measured: about 10 s on one shared core) because it computes only the
-Bayes-optimal side (state evolution, thresholds, a few small GAMP runs) and draws the ERM side from what the caller
-already has (``transition_result`` from ``transition``, whose curves hold both branches, and ``diagram`` from
-``phase_diagram``).  Without them and with quick=False it solves them itself (precision 'fast'; minutes).
+:func:`bayes_section` is cheap in quick mode (measured: 10-13 s on one shared core for 100 alphas) because it
+computes only the Bayes-optimal side (state evolution, thresholds, a few small GAMP runs) and draws the ERM side
+from what the caller already has (``transition_result`` from ``transition``, whose curves hold both branches, and
+``diagram`` from ``phase_diagram``).  Without them and with quick=False it solves them itself (precision 'fast';
+minutes).
 """
 
 from __future__ import annotations
