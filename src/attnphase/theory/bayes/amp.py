@@ -172,7 +172,7 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
         a = q0 * qs + math.sqrt(q0 * (1.0 - q0)) * rng.standard_normal(d)
         v = 1.0 - q0
     g_prev = np.zeros((n, L))
-    hist_m, hist_q, hist_te, te_its, changes = [], [], [], [], []
+    hist_m, hist_q, hist_te, te_its = [], [], [], []
 
     def record(a: np.ndarray, v: float, t: int, last: bool = False) -> None:
         hist_m.append(abs(float(a @ qs)) / qn)
@@ -200,7 +200,6 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
         a_new = B / (1.0 + A)
         v_new = 1.0 / (1.0 + A)
         change = float(np.mean((a_new - a) ** 2))
-        changes.append(change)
         a, v, g_prev = a_new, v_new, g
         done = change < TOL or v < V_MIN
         record(a, v, it, last=done or it == max_iter)
@@ -209,7 +208,6 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
             break
     if status == Status.not_converged:
         warnings.append("max_iterations")
-    run_amp.last_changes = changes  # diagnosis only
     from attnphase.theory.baseline import linear_baseline
 
     return AmpResult(d=d, n=n, alpha=alpha, L=L, omega=setting.omega, delta=delta, seed=seed, init=init,
