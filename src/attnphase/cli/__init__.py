@@ -18,12 +18,12 @@ from attnphase.cli.common import check_common_options, extra_for_module, require
 from attnphase.errors import InputError, InputTypeError
 
 # Each module defines register(subparsers); a subcommand's handler is stored as `func`.
-_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins")
+_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins", "bayes")
 
 # Subcommands that run finite-d simulations need PyTorch: the 'experiments' extra.  Checked before any work,
 # so that a light install (theory only) answers in one line instead of a traceback.
 NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "experiments",
-               "basins": "experiments"}
+               "basins": "experiments", "amp": "experiments"}
 
 
 class _OneLineParser(argparse.ArgumentParser):

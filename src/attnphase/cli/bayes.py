@@ -1,0 +1,157 @@
+"""`attnphase bayes` (the Bayes-optimal state evolution and its thresholds) and `attnphase amp` (GAMP at finite d).
+
+Both check every option before any work (one line, exit code 2): omega in [0, 1], alpha > 0, L >= 2, r* = 1,
+delta >= 0, and for amp the memory a run needs (GAMP holds the n L d training tokens twice and the test tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from attnphase.cli.common import (
+    CLIError,
+    add_output_args,
+    emit,
+    nonnegative_float,
+    nonnegative_int,
+    parse_spec,
+    positive_int,
+)
+
+BAYES_COLUMNS = ["alpha", "omega", "L", "delta", "overlap", "test_error", "overlap_amp", "test_error_amp",
+                 "test_error_linear", "free_entropy", "phase", "status", "converged", "warnings"]
+AMP_COLUMNS = ["d", "n", "alpha", "omega", "L", "seed", "init", "overlap", "self_overlap", "test_error",
+               "test_error_linear_measured",
+               "test_error_linear", "iterations", "status", "converged", "seconds"]
+
+
+def _unit_interval(text: str) -> float:
+    from attnphase.cli.common import _number
+
+    v = float(_number(text, float))
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text!r}")
+    return v
+
+
+def _open_unit(text: str) -> float:
+    v = _unit_interval(text)
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
+    return v
+
+
+def _block(text: str) -> int:
+    v = positive_int(text)
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2 (tokens per sequence), got {text!r}")
+    return v
+
+
+def _setting(args: argparse.Namespace, omega: float):
+    from attnphase.cli.common import DEFAULT_A_TEXT
+    from attnphase.setting import Setting
+
+    A = None if (args.A == DEFAULT_A_TEXT and args.L not in (None, 2)) else args.A
+    return Setting(omega=omega, sigma=args.sigma, A=A, L=args.L)
+
+
+def _bayes(args: argparse.Namespace) -> int:
+    from attnphase.theory.bayes import bayes_curve, thresholds
+    from attnphase.theory.bayes.solve import check_bayes_setting
+
+    omegas = parse_spec(args.omega, "--omega")
+    for w in omegas:
+        if not 0.0 <= w <= 1.0:
+            raise CLIError(f"--omega: values must lie in [0, 1], got {w:g}")
+    settings = [check_bayes_setting(_setting(args, w)) for w in omegas]
+    if args.thresholds:
+        if args.alpha is not None:
+            raise CLIError("--thresholds takes no --alpha (the thresholds are searched over all alpha)")
+        results = [thresholds(s.L, s.omega, args.delta) for s in settings]
+        out = [r.to_dict() for r in results]
+        if args.json:
+            sys.stdout.write(json.dumps(out[0] if len(out) == 1 else out, indent=2) + "\n")
+        elif args.csv:
+            emit(out, args)
+        else:  # one row per threshold
+            rows = [{"omega": r.omega, "L": r.L, "delta": r.delta, "name": c.name, "value": c.value, "lo": c.lo,
+                     "hi": c.hi, "kind": c.kind, "reason": c.reason} for r in results for c in r.critical.values()]
+            emit(rows, args)
+        return 0
+    alphas = parse_spec(args.alpha if args.alpha is not None else "0.05:1:20", "--alpha")
+    for a in alphas:
+        if not a > 0:
+            raise CLIError(f"--alpha: values must be > 0, got {a:g}")
+    records = [p.to_dict() for s in settings for p in bayes_curve(s, alphas, args.delta)]
+    table = not (args.json or args.csv)
+    if not args.json:
+        for r in records:
+            r["warnings"] = ",".join(r["warnings"])
+    emit(records, args, BAYES_COLUMNS if table else None)
+    return 0
+
+
+def _amp(args: argparse.Namespace) -> int:
+    from attnphase.theory.bayes.amp import check_amp_args, run_amp
+
+    setting = _setting(args, args.omega)
+    if args.alpha <= 0:
+        raise CLIError(f"--alpha must be > 0, got {args.alpha:g}")
+    check_amp_args(setting, args.d, args.alpha, args.seed, args.delta, args.n_test, args.max_iter, args.init, args.q0)
+    r = run_amp(setting, args.d, args.alpha, seed=args.seed, delta=args.delta, n_test=args.n_test,
+                max_iter=args.max_iter, init=args.init, q0=args.q0)
+    rec = r.to_dict(history=args.history)
+    if args.json:
+        sys.stdout.write(json.dumps(rec, indent=2) + "\n")
+    else:
+        rec.pop("history", None)
+        rec["warnings"] = ",".join(rec["warnings"])
+        emit([rec], args, AMP_COLUMNS if not args.csv else None)
+    if not r.converged:
+        print(f"warning: GAMP status {r.status.value} after {r.iterations} iterations", file=sys.stderr)
+    return 0
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    from attnphase.cli.common import DEFAULT_A_TEXT
+
+    p.add_argument("--sigma", type=float, default=0.5, help="token standard deviation (default 0.5)")
+    p.add_argument("--A", type=str, default=DEFAULT_A_TEXT, help="positional attention matrix (default the study's)")
+    p.add_argument("--L", type=_block, default=None, help="tokens per sequence (default 2, or the size of --A)")
+    p.add_argument("--delta", type=nonnegative_float, default=0.0,
+                   help="noisy variant: noise variance on the teacher's fields relative to their variance sigma^2 "
+                        "(default 0: the noiseless model)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("bayes", help="Bayes-optimal overlap, test error and thresholds (state evolution)",
+                       description="Bayes-optimal limit of the study's teacher (rank 1, omega, A, sigma known; "
+                                   "docs/bayes.md): one row per alpha, or with --thresholds the weak-recovery, "
+                                   "information-theoretic and algorithmic thresholds.  overlap is the normalised "
+                                   "q = E[Q_post . Q*] / d in [0, 1].")
+    b.add_argument("--omega", type=str, default="0.3", help="positional weight omega in [0, 1]: SPEC (default 0.3)")
+    b.add_argument("--alpha", type=str, default=None, help="sample complexity alpha = n/d: SPEC (default 0.05:1:20)")
+    b.add_argument("--thresholds", action="store_true", help="print the thresholds instead of a curve")
+    _model_args(b)
+    add_output_args(b)
+    b.set_defaults(func=_bayes)
+
+    a = sub.add_parser("amp", help="GAMP at finite d on sampled data (Bayes-optimal algorithm)",
+                       description="GAMP for the block sign-retrieval channel on the package's sampled data, after "
+                                   "reading the teacher's fields off (x, y) (docs/bayes.md).")
+    a.add_argument("--d", type=positive_int, required=True, help="dimension d")
+    a.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d")
+    a.add_argument("--omega", type=_unit_interval, default=0.3, help="positional weight omega in [0, 1) (default 0.3)")
+    a.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampled problem (default 0)")
+    a.add_argument("--n-test", type=positive_int, default=1000, help="test sequences (default 1000)")
+    a.add_argument("--max-iter", type=positive_int, default=500, help="GAMP iteration limit (default 500)")
+    a.add_argument("--init", choices=["random", "informative"], default="random",
+                   help="start: random (small, uninformative; default) or informative (overlap --q0)")
+    a.add_argument("--q0", type=_open_unit, default=0.1, help="overlap of the informative start (default 0.1)")
+    a.add_argument("--history", action="store_true", help="include the per-iteration history in the JSON")
+    _model_args(a)
+    add_output_args(a)
+    a.set_defaults(func=_amp)
