@@ -78,7 +78,7 @@ def figures(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from attnphase.theory.bayes.section import bayes_section
-    from attnphase.theory.transition import phase_diagram
+    from attnphase.theory.transition.diagram import phase_diagram
 
     omega = parse_spec(args.omegas)[0]
     setting = Setting(omega=omega, L=args.L)
@@ -87,7 +87,7 @@ def figures(args: argparse.Namespace) -> None:
     diagram = phase_diagram(setting, omegas, precision="fast", progress=False, workers=1)
     t_erm = time.perf_counter() - t0
     tr = next(t for t in diagram if abs(t.omega - omega) < 1e-12)
-    from attnphase.theory.curves import solve_curves
+    from attnphase.theory.state_evolution.curves import solve_curves
 
     t1 = time.perf_counter()
     erm_alphas = [float(a) for a in np.linspace(0.1, 2.0, 20)]

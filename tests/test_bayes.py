@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from attnphase import Setting
-from attnphase.theory.baseline import linear_baseline
 from attnphase.theory.bayes import (
     alpha_of_q,
     amp_overlap,
@@ -26,6 +25,7 @@ from attnphase.theory.bayes import (
 from attnphase.theory.bayes.channel import dg_out_diag, g_out, log_z_out, mean_g2, psi_out
 from attnphase.theory.bayes.observables import bayes_test_error
 from attnphase.theory.bayes.state_evolution import alpha_weak_value
+from attnphase.theory.model.baseline import linear_baseline
 
 # ------------------------------------------------------------------------------------ channel vs Monte Carlo
 
@@ -234,7 +234,7 @@ def test_bayes_point_record():
 @pytest.mark.parametrize("L,omega", [(2, 0.3), (2, 0.9), (3, 0.0), (4, 0.6)])
 def test_readoff_recovers_the_fields_up_to_sign(L, omega):
     pytest.importorskip("torch")
-    from attnphase.simulation.sampling import sample_dataset
+    from attnphase.experiments.simulation.sampling import sample_dataset
     from attnphase.theory.bayes.readoff import read_fields
 
     s = Setting(omega=omega, L=L)
@@ -251,7 +251,7 @@ def test_readoff_recovers_the_fields_up_to_sign(L, omega):
 def test_readoff_is_the_same_for_every_omega_below_one():
     """Same seed, different omega: the same fields (so GAMP's overlap cannot depend on omega)."""
     pytest.importorskip("torch")
-    from attnphase.simulation.sampling import sample_dataset
+    from attnphase.experiments.simulation.sampling import sample_dataset
     from attnphase.theory.bayes.readoff import read_fields
 
     out = []
@@ -394,7 +394,7 @@ def test_bayes_section_quick_writes_records_and_figures(tmp_path):
 
 
 def test_phase_diagram_figure_from_thresholds_alone(tmp_path):
-    from attnphase.plots_bayes import plot_bayes_phase_diagram
+    from attnphase.plots.bayes import plot_bayes_phase_diagram
 
     ths = [thresholds(2, w) for w in (0.0, 0.3, 0.6, 1.0)]
     paths = plot_bayes_phase_diagram(ths, tmp_path / "pd")

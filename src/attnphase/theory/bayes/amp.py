@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.errors import InputError, InputTypeError
 from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.bayes.channel import check_delta, dg_out_diag, g_out
 from attnphase.theory.bayes.readoff import read_fields
 from attnphase.theory.bayes.results import AmpResult
-from attnphase.theory.fixed_point import Status
-from attnphase.theory.quadrature import gauss_hermite_grid
+from attnphase.theory.model.quadrature import gauss_hermite_grid
+from attnphase.theory.solvers.fixed_point import Status
 
 INITS = ("random", "informative")
 RANDOM_SCALE = 0.1  # eps of the random start
@@ -63,14 +64,14 @@ def memory_bytes(d: int, alpha: float, L: int, n_test: int) -> int:
 def check_amp_args(setting: Setting, d: Any, alpha: Any, seed: Any, delta: Any, n_test: Any, max_iter: Any,
                    init: Any, q0: Any) -> tuple:
     """Every option of run_amp checked before any work (sizes bounded by the memory they need)."""
-    from attnphase.simulation.memory import USABLE_FRACTION, available_host_memory
+    from attnphase.experiments.simulation.memory import USABLE_FRACTION, available_host_memory
 
     if not isinstance(setting, Setting):
-        raise TypeError("setting must be an attnphase.Setting")
+        raise InputTypeError("setting must be an attnphase.Setting")
     if setting.r_star != 1:
-        raise ValueError(f"GAMP implements a rank-1 teacher (r* = 1), got r* = {setting.r_star}")
+        raise InputError(f"GAMP implements a rank-1 teacher (r* = 1), got r* = {setting.r_star}")
     if setting.omega >= 1.0:
-        raise ValueError("omega = 1: the labels reveal nothing about the teacher; GAMP has nothing to run on "
+        raise InputError("omega = 1: the labels reveal nothing about the teacher; GAMP has nothing to run on "
                          "(the Bayes-optimal overlap is 0, see attnphase bayes)")
     d = check_int("d", d, 2)
     alpha = check_alpha(alpha)
@@ -79,19 +80,19 @@ def check_amp_args(setting: Setting, d: Any, alpha: Any, seed: Any, delta: Any, 
     n_test = check_int("n_test", n_test, 1)
     max_iter = check_int("max_iter", max_iter, 1)
     if init not in INITS:
-        raise ValueError(f"init must be one of {', '.join(INITS)}, got {init!r}")
+        raise InputError(f"init must be one of {', '.join(INITS)}, got {init!r}")
     q0 = check_number("q0", q0)
     if not 0.0 < q0 < 1.0:
-        raise ValueError(f"q0 must lie in (0, 1), got {q0:g}")
+        raise InputError(f"q0 must lie in (0, 1), got {q0:g}")
     if d < setting.L:
-        raise ValueError(f"d = {d} must be >= L = {setting.L} (the read-off needs x of full rank)")
+        raise InputError(f"d = {d} must be >= L = {setting.L} (the read-off needs x of full rank)")
     n = round(alpha * d)
     if n < 1:
-        raise ValueError(f"alpha * d must round to at least one sample, got n = {n}")
+        raise InputError(f"alpha * d must round to at least one sample, got n = {n}")
     need = memory_bytes(d, alpha, setting.L, n_test)
     limit = min(MAX_BYTES, available_host_memory() * USABLE_FRACTION)
     if need > limit:
-        raise ValueError(f"d = {d}, alpha = {alpha:g}, L = {setting.L}, n_test = {n_test}: GAMP needs about "
+        raise InputError(f"d = {d}, alpha = {alpha:g}, L = {setting.L}, n_test = {n_test}: GAMP needs about "
                          f"{need / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB allowed here")
     return d, alpha, seed, delta, n_test, max_iter, q0
 
@@ -101,7 +102,7 @@ def _nodes(L: int) -> tuple[np.ndarray, np.ndarray]:
     scrambled Sobol points (equal weights)."""
     if L in GH_PER_DIM:
         return gauss_hermite_grid(GH_PER_DIM[L], L)
-    from attnphase.theory.quadrature import gaussian_sobol
+    from attnphase.theory.model.quadrature import gaussian_sobol
 
     z = gaussian_sobol(12, L, 1900 + L)
     return z, np.full(z.shape[1], 1.0 / z.shape[1])
@@ -109,7 +110,7 @@ def _nodes(L: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _posterior_attention(setting: Setting, omega_t: np.ndarray, V: float, delta: float) -> np.ndarray:
     """E[T] under fields h = sigma w, w ~ N(omega_t, (V + delta) I): (n, L, L), in chunks of test samples."""
-    from attnphase.theory.attention import softmax_rows
+    from attnphase.theory.model.attention import softmax_rows
 
     L = setting.L
     z, wz = _nodes(L)
@@ -131,7 +132,7 @@ def _test_error(T: np.ndarray, T_hat: np.ndarray, G: np.ndarray, d: int) -> floa
 def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float = 0.0, n_test: int = 1000,
             max_iter: int = 500, init: str = "random", q0: float = 0.1) -> AmpResult:
     """GAMP on one sampled problem (module docstring); the record has the per-iteration history."""
-    from attnphase.simulation.sampling import sample_dataset
+    from attnphase.experiments.simulation.sampling import sample_dataset
 
     d, alpha, seed, delta, n_test, max_iter, q0 = check_amp_args(setting, d, alpha, seed, delta, n_test, max_iter,
                                                                   init, q0)
@@ -154,7 +155,7 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
     T_test = pb.test.T.numpy()
     if delta > 0:
         h = h + sigma * math.sqrt(delta) * rng.standard_normal(h.shape)
-        from attnphase.theory.attention import target_attention
+        from attnphase.theory.model.attention import target_attention
 
         ht = (xt @ qs) / math.sqrt(d) + sigma * math.sqrt(delta) * rng.standard_normal((n_test, L))
         T_test = target_attention(ht[:, :, None], setting.omega, setting.A_array)
@@ -208,7 +209,7 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
             break
     if status == Status.not_converged:
         warnings.append("max_iterations")
-    from attnphase.theory.baseline import linear_baseline
+    from attnphase.theory.model.baseline import linear_baseline
 
     return AmpResult(d=d, n=n, alpha=alpha, L=L, omega=setting.omega, delta=delta, seed=seed, init=init,
                      overlap=hist_m[-1], self_overlap=hist_q[-1], test_error=hist_te[-1],

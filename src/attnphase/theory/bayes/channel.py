@@ -30,7 +30,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import gammaln
 
-from attnphase.theory.quadrature import gauss_hermite
+from attnphase.errors import InputError
+from attnphase.theory.model.quadrature import gauss_hermite
 
 # Orders of the radial (Laguerre) and Gaussian (Hermite) rules; the error estimate uses 3/4 of both.
 N_RADIAL = 64  # per radial piece (two pieces)
@@ -52,7 +53,7 @@ def check_delta(delta: float) -> float:
 
     x = check_number("delta", delta)
     if x < 0:
-        raise ValueError(f"delta must be >= 0, got {x:g}")
+        raise InputError(f"delta must be >= 0, got {x:g}")
     return x
 
 
@@ -61,7 +62,7 @@ def check_overlap(q: float) -> float:
 
     x = check_number("q", q)
     if not 0.0 <= x <= 1.0:
-        raise ValueError(f"q must lie in [0, 1], got {x:g}")
+        raise InputError(f"q must lie in [0, 1], got {x:g}")
     return x
 
 

@@ -23,10 +23,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from attnphase.errors import InputTypeError
 from attnphase.setting import Setting
-from attnphase.theory.attention import softmax_rows
 from attnphase.theory.bayes.channel import check_delta, check_overlap
-from attnphase.theory.quadrature import gauss_hermite_grid, gaussian_sobol
+from attnphase.theory.model.attention import softmax_rows
+from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
 
 # Points per dimension of the nested rule by L (outer = inner), and of the rule giving the error estimate.
 GH_ORDER = {1: (40, 30), 2: (24, 18), 3: (10, 8), 4: (6, 5)}
@@ -86,7 +87,7 @@ def _softmax_variance(q: float, L: int, sigma: float, delta: float) -> tuple[flo
 def bayes_test_error(setting: Setting, q: float, delta: float = 0.0) -> tuple[float, float]:
     """(test error, error estimate) of the Bayes-optimal predictor at overlap q, in the contract's units."""
     if not isinstance(setting, Setting):
-        raise TypeError("setting must be an attnphase.Setting")
+        raise InputTypeError("setting must be an attnphase.Setting")
     pref = 0.5 * setting.sigma**2 * (1.0 - setting.omega) ** 2
     if pref == 0.0:
         return 0.0, 0.0

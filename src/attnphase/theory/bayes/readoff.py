@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnphase.errors import InputError
 from attnphase.setting import Setting
 
 # A sample whose centred fields |u - ubar| fall below this is degenerate (all fields equal).
@@ -34,7 +35,7 @@ def attention_from_labels(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def fields_from_attention(T: np.ndarray, omega: float, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(fields h (n, L) up to sign, residual max |C - h (h - hbar)^T| per sample, degenerate mask) from T."""
     if omega >= 1.0:
-        raise ValueError("omega = 1: T = A reveals nothing about the teacher's fields")
+        raise InputError("omega = 1: T = A reveals nothing about the teacher's fields")
     S = (T - omega * np.asarray(A)[None]) / (1.0 - omega)
     logS = np.log(np.clip(S, TINY, None))
     C = logS - logS.mean(axis=2, keepdims=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.theory.fixed_point import Status
+from attnphase.theory.solvers.fixed_point import Status
 
 WARNINGS = {
     "uninformative_channel": "omega = 1: the labels reveal nothing about the teacher",

@@ -59,7 +59,7 @@ def bayes_section(setting: Setting, alphas: Sequence[float], out_dir: str | Path
 
     ``curves``: ERM branch curves ({branch: [FixedPoint]}) to draw; default: the transition's own curves (which
     cover the alphas around alpha_c only)."""
-    from attnphase.plots_bayes import plot_bayes_comparison, plot_bayes_phase_diagram
+    from attnphase.plots.bayes import plot_bayes_comparison, plot_bayes_phase_diagram
 
     setting = check_bayes_setting(setting)
     alphas = [check_alpha(a) for a in alphas]
@@ -70,7 +70,7 @@ def bayes_section(setting: Setting, alphas: Sequence[float], out_dir: str | Path
     records: list[dict[str, Any]] = [{"kind": "bayes", **p.to_dict()} for p in pts]
     records.append({"kind": "bayes_thresholds", **th.to_dict()})
     if transition_result is None and not quick:
-        from attnphase.theory.transition import transition
+        from attnphase.theory.transition.driver import transition
 
         transition_result = transition(setting, alpha_max=max(2.0, max(alphas)), precision="fast")
     rows: list[dict[str, Any]] = []
@@ -82,13 +82,13 @@ def bayes_section(setting: Setting, alphas: Sequence[float], out_dir: str | Path
     curves = curves or getattr(transition_result, "curves", None) or None
     glob = None
     if curves:
-        from attnphase.theory.curves import global_minimum_curve
+        from attnphase.theory.state_evolution.results import global_minimum_curve
 
         glob = global_minimum_curve(curves)
     paths = plot_bayes_comparison(pts, out / "bayes_comparison", thresholds=th, curves=curves, global_minimum=glob,
                                   transition=transition_result, amp=rows)
     if diagram is None and not quick:
-        from attnphase.theory.transition import phase_diagram
+        from attnphase.theory.transition.diagram import phase_diagram
 
         diagram = phase_diagram(setting, [0.0, 0.1, 0.2, 0.3, 0.4], precision="fast", progress=False)
     if diagram is not None:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from attnphase.errors import InputError, InputTypeError
 from attnphase.setting import Setting, check_alpha
-from attnphase.theory.baseline import linear_baseline
 from attnphase.theory.bayes.channel import check_delta
 from attnphase.theory.bayes.observables import bayes_test_error
 from attnphase.theory.bayes.results import BayesPoint
 from attnphase.theory.bayes.state_evolution import best_fixed_point, fixed_points, se_map
 from attnphase.theory.bayes.thresholds import NAMES, thresholds
-from attnphase.theory.fixed_point import Status
+from attnphase.theory.model.baseline import linear_baseline
+from attnphase.theory.solvers.fixed_point import Status
 
 RESIDUAL_TOL = 1e-9
 
@@ -19,9 +20,9 @@ RESIDUAL_TOL = 1e-9
 def check_bayes_setting(setting: Setting) -> Setting:
     """The Bayes-optimal theory covers the study's teacher with r* = 1 (any L >= 2, A, sigma, omega)."""
     if not isinstance(setting, Setting):
-        raise TypeError("setting must be an attnphase.Setting")
+        raise InputTypeError("setting must be an attnphase.Setting")
     if setting.r_star != 1:
-        raise ValueError(f"the Bayes-optimal theory implements a rank-1 teacher (r* = 1), got r* = {setting.r_star}")
+        raise InputError(f"the Bayes-optimal theory implements a rank-1 teacher (r* = 1), got r* = {setting.r_star}")
     return setting
 
 

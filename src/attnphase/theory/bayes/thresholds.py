@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
+from attnphase.errors import InputError
 from attnphase.theory.bayes.channel import check_block, check_delta
 from attnphase.theory.bayes.state_evolution import XTOL, alpha_curve, alpha_of_q, alpha_weak_value, free_entropy
-from attnphase.theory.curves import Critical
+from attnphase.theory.transition.records import Critical
 
 NAMES = ("alpha_weak", "alpha_it", "alpha_alg", "alpha_spinodal")
 # Relative accuracy of alpha(q) (the quadrature's error estimate is ~1e-12; this leaves room) and the interval it
@@ -78,7 +79,7 @@ def thresholds(L: int = 2, omega: float = 0.3, delta: float = 0.0) -> BayesThres
     L, delta = check_block(L), check_delta(delta)
     omega = check_number("omega", omega)
     if not 0.0 <= omega <= 1.0:
-        raise ValueError(f"omega must lie in [0, 1], got {omega:g}")
+        raise InputError(f"omega must lie in [0, 1], got {omega:g}")
     if omega == 1.0:
         why = "omega = 1: T = A, the labels reveal nothing about the teacher (overlap 0 at every alpha)"
         return BayesThresholds(L, omega, delta, {n: Critical.missing(n, "not in range", why, "channel") for n in NAMES})

@@ -1,7 +1,7 @@
 """The Bayes-optimal limit against the attention layer (issue 19): test error vs alpha, and the phase diagram in omega.
 
 The functions draw records computed elsewhere (:mod:`attnphase.theory.bayes`, ``solve_curve`` / ``transition`` /
-``phase_diagram``) and compute no physics.  Style and saving as in :mod:`attnphase.plots` (PNG + PDF, survives
+``phase_diagram``) and compute no physics.  Style and saving by :mod:`attnphase.plots.style` (PNG + PDF, survives
 grey-scale printing: every curve differs by line style or marker as well as colour).
 """
 
@@ -14,17 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.plots import (
-    _ALPHA_C_STYLE,
-    _ALPHA_L_STYLE,
-    _ALPHA_LABEL,
-    _GLOBAL_STYLE,
-    _LINEAR_STYLE,
+from attnphase.errors import InputError
+from attnphase.plots import style
+from attnphase.plots.style import (
+    ALPHA_C_STYLE,
+    ALPHA_L_STYLE,
+    ALPHA_LABEL,
     BRANCH_STYLE,
-    _legend_below,
-    _new_figure,
-    _with_style,
-    save_figure,
+    GLOBAL_STYLE,
+    LINEAR_STYLE,
+    legend_below,
+    new_figure,
+    with_style,
 )
 
 __all__ = ["plot_bayes_comparison", "plot_bayes_phase_diagram"]
@@ -66,7 +67,7 @@ def _threshold_lines(ax: Any, thresholds: Any) -> None:
         drawn.append(c.value)
 
 
-@_with_style
+@with_style
 def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thresholds: Any = None,
                           curves: Mapping[str, Sequence[Any]] | None = None, global_minimum: Sequence[Any] | None = None,
                           transition: Any = None, amp: Sequence[Mapping[str, Any]] | None = None,
@@ -78,8 +79,8 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
     and alpha_l of the transition and the Bayes thresholds."""
     pts = sorted([p for p in bayes_points if _finite(p.test_error)], key=lambda p: p.alpha)
     if not pts:
-        raise ValueError("bayes comparison: no Bayes-optimal points to plot")
-    fig, (ax,) = _new_figure(width=5.6, height=4.6)
+        raise InputError("bayes comparison: no Bayes-optimal points to plot")
+    fig, (ax,) = new_figure(width=5.6, height=4.6)
     x = np.array([p.alpha for p in pts])
     ax.plot(x, [p.test_error for p in pts], **_BO_STYLE, label="Bayes-optimal", zorder=5)
     te_amp = np.array([p.test_error_amp for p in pts])
@@ -93,12 +94,12 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
                     marker=st["marker"], markersize=3, linewidth=1.2, label=f"ERM {branch}", zorder=3)
     if global_minimum:
         g = sorted(global_minimum, key=lambda p: p.alpha)
-        ax.plot([p.alpha for p in g], [p.test_error for p in g], **_GLOBAL_STYLE, label="ERM global minimum",
+        ax.plot([p.alpha for p in g], [p.test_error for p in g], **GLOBAL_STYLE, label="ERM global minimum",
                 zorder=2)
     if test_error_linear is None:
         test_error_linear = pts[0].test_error_linear
     if _finite(test_error_linear):
-        ax.axhline(test_error_linear, **_LINEAR_STYLE, label="linear baseline", zorder=1)
+        ax.axhline(test_error_linear, **LINEAR_STYLE, label="linear baseline", zorder=1)
     if amp:
         rows = sorted(amp, key=lambda r: r["alpha"])
         dd = sorted({r["d"] for r in rows})
@@ -108,32 +109,32 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
                     yerr=[r.get(f"{key}_sem") or 0.0 for r in rows], **_AMP_STYLE,
                     label=f"GAMP, d = {', '.join(str(v) for v in dd)}" + (" (calibrated*)" if cal else ""), zorder=6)
     if transition is not None:
-        for name, style, label in (("alpha_c", _ALPHA_C_STYLE, r"$\alpha_c$ (ERM)"),
-                                   ("alpha_l", _ALPHA_L_STYLE, r"$\alpha_l$ (ERM beats linear)")):
+        for name, line_style, label in (("alpha_c", ALPHA_C_STYLE, r"$\alpha_c$ (ERM)"),
+                                   ("alpha_l", ALPHA_L_STYLE, r"$\alpha_l$ (ERM beats linear)")):
             c = transition.critical.get(name) if hasattr(transition, "critical") else None
             if c is not None and c.found:
-                ax.axvline(c.value, **style, label=label, zorder=2)
-                ax.axvspan(c.lo, c.hi, color=style["color"], alpha=0.08, linewidth=0)
+                ax.axvline(c.value, **line_style, label=label, zorder=2)
+                ax.axvspan(c.lo, c.hi, color=line_style["color"], alpha=0.08, linewidth=0)
     if thresholds is not None:
         _threshold_lines(ax, thresholds)
-    ax.set_xlabel(_ALPHA_LABEL)
+    ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel("test error")
     ax.set_ylim(bottom=0.0)
     ax.set_xlim(left=0.0)
     ax.set_title(title or rf"Bayes-optimal vs attention layer, $\omega = {pts[0].omega:g}$, $L = {pts[0].L}$")
-    _legend_below(fig, ax, ncols=3)
-    return save_figure(fig, out)
+    legend_below(fig, ax, ncols=3)
+    return style.save_figure(fig, out)
 
 
-@_with_style
+@with_style
 def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, transitions: Sequence[Any] = (),
                              alpha_max: float = 2.0) -> list[Path]:
     """(alpha, omega) plane: the Bayes thresholds per omega (records of attnphase.theory.bayes.thresholds) against
     the ERM transition alpha_c(omega) and alpha_l(omega) (records of phase_diagram)."""
     ths = sorted(thresholds, key=lambda t: t.omega)
     if not ths:
-        raise ValueError("bayes phase diagram: no thresholds to plot")
-    fig, (ax,) = _new_figure(width=5.4, height=4.8)
+        raise InputError("bayes phase diagram: no thresholds to plot")
+    fig, (ax,) = new_figure(width=5.4, height=4.8)
     om = np.array([t.omega for t in ths])
     for name in ("alpha_weak", "alpha_it", "alpha_alg"):
         vals = np.array([t.critical[name].value if t.critical[name].found else np.nan for t in ths])
@@ -152,8 +153,8 @@ def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, tran
         ax.fill_betweenx(om[ok], it[ok], alpha_max, color="#fee0b6", alpha=0.35, linewidth=0,
                          label="Bayes: test error 0")
     trs = sorted([t for t in transitions if _finite(getattr(t, "omega", None))], key=lambda t: t.omega)
-    for name, style, marker, label in (("alpha_c", {"color": "black", "linestyle": "-"}, "s", r"ERM $\alpha_c$"),
-                                       ("alpha_l", {"color": _ALPHA_L_STYLE["color"], "linestyle": "--"}, "^",
+    for name, line_style, marker, label in (("alpha_c", {"color": "black", "linestyle": "-"}, "s", r"ERM $\alpha_c$"),
+                                       ("alpha_l", {"color": ALPHA_L_STYLE["color"], "linestyle": "--"}, "^",
                                         r"ERM $\alpha_l$ (beats linear)")):
         rows = [(t.omega, t.critical[name]) for t in trs if name in t.critical and t.critical[name].found]
         if rows:
@@ -161,13 +162,13 @@ def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, tran
             xv = np.array([r[1].value for r in rows])
             xerr = np.clip(np.vstack([xv - [r[1].lo for r in rows], [r[1].hi for r in rows] - xv]), 0, None)
             ax.errorbar(xv, y, xerr=xerr, marker=marker, markersize=4, mfc="white", capsize=2, linewidth=1.3,
-                        elinewidth=0.8, label=label, **style)
+                        elinewidth=0.8, label=label, **line_style)
     if any(t.omega == 1.0 for t in ths):
         ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label=r"$\omega = 1$: nothing to learn")
     ax.set_xlim(0.0, alpha_max)
     ax.set_ylim(min(om.min(), 0.0), max(om.max(), 0.5) * 1.02)
-    ax.set_xlabel(_ALPHA_LABEL)
+    ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"positional weight $\omega$")
     ax.set_title(rf"Bayes-optimal thresholds vs ERM transition, $L = {ths[0].L}$")
-    _legend_below(fig, ax, ncols=2)
-    return save_figure(fig, out)
+    legend_below(fig, ax, ncols=2)
+    return style.save_figure(fig, out)
