@@ -8,6 +8,7 @@ from pathlib import Path
 
 from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
 from attnphase.errors import InputError
+from attnphase.setting import STUDENTS
 
 COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_l", "alpha_l_lo", "alpha_l_hi",
            "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo", "alpha_sem_appears_hi",
@@ -23,10 +24,10 @@ def _check(args: argparse.Namespace, omegas: list[float]):
     check_workers(args.workers)
     if not omegas:
         raise InputError("no omega given")
-    base = setting_from_args(args, omega=omegas[0])
+    base = setting_from_args(args, omega=omegas[0]).replace(student=args.student)
     for w in omegas:
         base.replace(omega=w)
-    # Any setting: beyond L = 2, r = r* = 1, antipodal the branch ends come from the solver (kind 'unknown').
+    # Any setting: beyond L = 2, r = r* = 1, antipodal, tied, the branch ends come from the solver.
     return base
 
 
@@ -85,6 +86,8 @@ def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) ->
                    help="integration points and scramblings (fast)")
     p.add_argument("--workers", type=int, default=2, help="parallel processes over omega")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
+    p.add_argument("--student", default="tied", choices=STUDENTS,
+                   help="tied Q = K (default) or untied Q, K (branch ends from the solver; docs/untied.md)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

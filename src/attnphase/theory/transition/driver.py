@@ -79,14 +79,13 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     if ends not in ("auto", "adapter", "solves"):
         raise InputError(f"ends must be 'auto', 'adapter' or 'solves', got {ends!r}")
     check_workers(workers)
-    if setting.untied:
-        # The branch-end adapter is the tied student's, and the general path has not been validated for the
-        # untied one (solve() and compare() handle it): refuse rather than return unchecked critical values.
-        raise InputError("transition implements the tied student only; got student='untied' "
-                         "(use solve / attnphase theory --student untied for its fixed points)")
     if ends == "adapter":
         setting.require_study_geometry()
-    general = ends == "solves" or (ends == "auto" and not setting.is_study_geometry)
+        if setting.untied:
+            raise InputError("ends='adapter' holds for the tied student only (the untied one: ends='solves' or 'auto')")
+    # The adapter's conditions are the tied study geometry's; every other setting, the untied student included,
+    # takes its ends from the solver.
+    general = ends == "solves" or (ends == "auto" and (setting.untied or not setting.is_study_geometry))
     t0, c0 = time.perf_counter(), time.process_time()
     te_lin = float(linear_baseline(setting).test_error_linear)
     grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]

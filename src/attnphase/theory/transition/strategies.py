@@ -22,6 +22,7 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
+from attnphase.theory.transition.linearised import classify_end, instability
 from attnphase.theory.transition.records import Critical, CriticalKind
 
 
@@ -152,13 +153,18 @@ class AdapterEnds:
 
 
 class SolverEnds:
-    """Any setting: each end bracketed on the solver's validity along the grid, then bisected (kind "unknown")."""
+    """Any setting: each end bracketed on the solver's validity along the grid, then bisected; the semantic end
+    classified against the pitchfork condition of the linearised map (transition.linearised)."""
 
-    evaluations = 0
     unstable: dict[str, list[dict[str, float]]] = {}
 
     def __init__(self, setting: Setting, grid: list[float], precision: str, seed: int, xtol: float) -> None:
         self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02))
+        # The semantic end held against the pitchfork condition of the linearised map (any setting).
+        inst = instability(setting, "semantic", grid[0], grid[-1], seed=seed, xtol=min(xtol, 0.005))
+        self.sem_pitchfork = inst.critical
+        self.evaluations = inst.evaluations
+        self.ve.ends["alpha_sem_appears"] = classify_end(self.ve.ends["alpha_sem_appears"], inst.critical, "lower")
 
     def exists(self, branch: str, a: float) -> bool:
         lo, hi = self.ve.range[branch]
@@ -181,7 +187,7 @@ class SolverEnds:
 
     def records(self) -> dict[str, Critical]:
         out = dict(self.ve.ends)
-        for b in ("semantic", "positional"):
-            out[f"{b}_pitchfork"] = Critical.missing(f"{b}_pitchfork", "not in range", "the pitchfork condition is "
-                                                     "located by the L = 2 adapter only (ends='adapter')")
+        out["semantic_pitchfork"] = self.sem_pitchfork
+        out["positional_pitchfork"] = Critical.missing("positional_pitchfork", "not in range", "not located on this "
+                                                       "path (the positional end is the solver's)")
         return out
