@@ -174,6 +174,16 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
         v = global_excess(a)[0]
         if math.isfinite(v):
             g_pts.append((a, v))
+    if not d_pts and failed_pairs:
+        # Both branches exist there but a solve failed (an unconverged point on a coarse grid): look a third of a
+        # grid step to either side before reading the scan as "no valid pair".
+        for a_f in sorted(failed_pairs, reverse=True):
+            for a in (a_f + step / 3, a_f - step / 3):
+                if alpha_min < a < alpha_max and both(a) is not None:
+                    d_pts.append((a, delta(a)[0]))
+                    v = global_excess(a)[0]
+                    if math.isfinite(v):
+                        g_pts.append((a, v))
     if ends.revisit([p for (b, _), p in cache.items() if b == "positional"]):
         for key in [key for key in cache if key[0] == "positional" and not ends.exists("positional", key[1])]:
             del cache[key]

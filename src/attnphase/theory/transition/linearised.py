@@ -45,12 +45,18 @@ def mirrored_points(setting: Setting, branch: str, replica: int, seed: int, log2
 def agnostic_point(setting: Setting, alpha: float, points: np.ndarray, start: Overlaps | None = None) -> Overlaps:
     """The agnostic fixed point on these points (damped + Anderson from the default start or ``start``)."""
     bm = BranchMap(setting, alpha, Branch.agnostic, points)
-    x0 = bm.pack(start if start is not None else default_start(setting, Branch.agnostic))
-    sol = anderson(bm.step, x0, tol=1e-7, max_iter=200, admissible=bm.admissible, diverged=bm.diverged,
-                   scale=bm.layout.scale)
-    if sol.status != Status.ok:
-        raise Inadmissible(f"agnostic point not found at alpha = {alpha:g}: {sol.message}")
-    return bm.unpack(sol.x)
+    d0 = default_start(setting, Branch.agnostic)
+    # From the given start, the default one, and the default with V doubled (|Vhat| falls with V: at large alpha
+    # the default V can leave lambda + sigma^2 Vhat <= 0 at the first step, as in solve()).
+    tries = ([start] if start is not None else []) + [d0, Overlaps(q=d0.q, m=d0.m, V=2.0 * d0.V, theta=d0.theta)]
+    message = ""
+    for o in tries:
+        sol = anderson(bm.step, bm.pack(o), tol=1e-7, max_iter=200, admissible=bm.admissible,
+                       diverged=bm.diverged, scale=bm.layout.scale)
+        if sol.status == Status.ok:
+            return bm.unpack(sol.x)
+        message = sol.message
+    raise Inadmissible(f"agnostic point not found at alpha = {alpha:g}: {message}")
 
 
 def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarray, sym: Overlaps) -> np.ndarray:
@@ -112,14 +118,18 @@ class Instability:
     evaluations: int
 
 
-def instability(setting: Setting, branch: str, lo: float, hi: float, seed: int = 0, xtol: float = 1e-3,
+def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0, xtol: float = 1e-3,
                 name: str | None = None) -> Instability:
-    """The pitchfork condition (leading eigenvalue of J = 1) between lo and hi, per scrambling; value: the mean,
-    interval: a 99% Student-t half-width of the spread plus xtol.  'not in range' where the eigenvalue does not
-    cross 1 on [lo, hi]."""
+    """The pitchfork condition (leading eigenvalue of J = 1) on the alpha grid, per scrambling: the first scrambling
+    scans the grid upward to the first sign change and refines it by brentq; the others are bracketed near its
+    root (they differ by the integration error).  value: the mean, interval: a 99% Student-t half-width of the
+    spread plus xtol; 'not in range' where the eigenvalue does not cross 1 on the grid."""
     name = name or f"{branch}_pitchfork"
     method = (f"leading eigenvalue of the order parameter's block of the linearised map at the agnostic point = 1 "
-              f"(mirrored Sobol points, {SCRAMBLINGS} x 2^{LOG2_POINTS + 1}), brentq to {xtol:g}")
+              f"(likelihood-ratio identity, mirrored Sobol points, {SCRAMBLINGS} x 2^{LOG2_POINTS + 1}), brentq to "
+              f"{xtol:g}")
+    grid = sorted(grid)
+    lo, hi = grid[0], grid[-1]
     roots: list[float] = []
     n_eval = 0
     warm: dict[str, Overlaps] = {}
@@ -133,20 +143,28 @@ def instability(setting: Setting, branch: str, lo: float, hi: float, seed: int =
             n_eval += 1
             return lam - 1.0
 
-        # The first scrambling brackets the root on [lo, hi]; the others near it (they differ by the integration
-        # error), widened until the sign changes.
-        a0, a1 = (lo, hi) if not roots else (max(lo, roots[0] - 4 * xtol - 0.01), min(hi, roots[0] + 4 * xtol + 0.01))
         try:
-            f0, f1 = f(a0), f(a1)
-            while roots and f0 * f1 > 0 and (a0 > lo or a1 < hi):
-                a0, a1 = max(lo, a0 - (a1 - a0)), min(hi, a1 + (a1 - a0))
+            if not roots:
+                a0, f0 = grid[0], f(grid[0])
+                a1, f1 = a0, f0
+                for a in grid[1:]:
+                    a1, f1 = a, f(a)
+                    if f0 * f1 <= 0:
+                        break
+                    a0, f0 = a1, f1
+            else:
+                w = 4 * xtol + 0.01
+                a0, a1 = max(lo, roots[0] - w), min(hi, roots[0] + w)
                 f0, f1 = f(a0), f(a1)
+                while f0 * f1 > 0 and (a0 > lo or a1 < hi):
+                    a0, a1 = max(lo, a0 - (a1 - a0)), min(hi, a1 + (a1 - a0))
+                    f0, f1 = f(a0), f(a1)
         except Inadmissible as exc:
             return Instability(Critical.missing(name, "failed", str(exc), method), tuple(roots), n_eval)
         if f0 * f1 > 0:
-            return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue minus 1 keeps its sign "
-                                                f"on [{a0:g}, {a1:g}] ({f0:+.3g}, {f1:+.3g})", method),
-                               tuple(roots), n_eval)
+            return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue stays "
+                                                f"{'below' if f1 < 0 else 'above'} 1 on [{lo:g}, {hi:g}] (scrambling "
+                                                f"{rep})", method), tuple(roots), n_eval)
         try:
             roots.append(float(brentq(f, a0, a1, xtol=xtol)))
         except (ValueError, Inadmissible) as exc:

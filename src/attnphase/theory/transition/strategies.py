@@ -161,7 +161,7 @@ class SolverEnds:
     def __init__(self, setting: Setting, grid: list[float], precision: str, seed: int, xtol: float) -> None:
         self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02))
         # The semantic end held against the pitchfork condition of the linearised map (any setting).
-        inst = instability(setting, "semantic", grid[0], grid[-1], seed=seed, xtol=min(xtol, 0.005))
+        inst = instability(setting, "semantic", grid, seed=seed, xtol=min(xtol, 0.005))
         self.sem_pitchfork = inst.critical
         self.evaluations = inst.evaluations
         self.ve.ends["alpha_sem_appears"] = classify_end(self.ve.ends["alpha_sem_appears"], inst.critical, "lower")
