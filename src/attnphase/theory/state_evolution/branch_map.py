@@ -16,12 +16,9 @@ from attnphase.theory.state_evolution.results import check_theory_setting, summa
 JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
 DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
 
-# Largest move (max over coordinates of |x - anchor| / scale) at which BranchMap continues the local minimisers
-# of its last full evaluation instead of running the prox's own starts.  Measured on the study's map
-# (benchmarks/continued_evaluations.py, 4 fixed points x 12 random moves x 2^15 points): at moves of 1e-3 no
-# point's minimiser differed from the full evaluation's; at 3e-3 one point in 1.6 million (a basin that appeared
-# near w between the two parameters), which moved the image by 4e-5 relative, one point's jump (the map's own
-# resolution, 1/n = 3e-5) and 25x below the error target; at 1e-2, 8 points and up to 2e-4.
+# Largest move (max over coordinates of |x - anchor| / scale) at which BranchMap continues the local minimisers of
+# its last full evaluation instead of running the prox's own starts: one point in 1.6 million differs there
+# (docs/numerics.md, "Continued evaluations"; benchmarks/continued_evaluations.py).
 CONTINUE_RADIUS = 3e-3
 
 
@@ -47,10 +44,8 @@ class BranchMap:
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
         self.gauge = setting.field_rank > 1 or setting.r_star > 1
-        # cheap() reuses the last exact step's minimisers as warm starts.  Not for the two-token kernel, although
-        # it takes them (prox's warm path): on the omega = 0.3 curve its cheap steps saved 8% of the evaluations,
-        # but at the far positional point of (L, r, r*) = (2, 1, 2) (m 2.8, many basin switches) their Broyden
-        # updates misled the chord: 232 exact evaluations for 12 scramblings against 82 without.
+        # cheap() reuses the last exact step's minimisers as warm starts; not for the two-token kernel, whose cheap
+        # steps misled the chord at far points (docs/numerics.md, "Cheap steps").
         self.warmable = choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "general"
         self._warm: np.ndarray | None = None
         # The last full (own-starts) evaluation's point and the local minimisers it found, for continuation.

@@ -23,6 +23,7 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting
+from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.continuation import (
     BranchEnd,
     EndKind,
@@ -345,16 +346,32 @@ class ValidityEnds:
     points: list = field(default_factory=list)
 
 
+def _extrapolated(p1, p2, a: float) -> Overlaps | None:
+    """Overlaps linearly extrapolated to alpha from two valid fixed points of a branch (None without two)."""
+    if p1 is None or p2 is None or p1.alpha == p2.alpha:
+        return None
+    c = (a - p1.alpha) / (p1.alpha - p2.alpha)
+    o1, o2 = p1.overlaps, p2.overlaps
+    return Overlaps(q=o1.q + c * (o1.q - o2.q), m=o1.m + c * (o1.m - o2.m), V=o1.V + c * (o1.V - o2.V),
+                    theta=o1.theta + c * (o1.theta - o2.theta), untied=o1.untied)
+
+
 def _bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
-                  xtol: float, points: list) -> tuple[float, float]:
-    """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity, each solve started from the valid
-    point nearest the boundary (a failure from it can be the neighbour's fault: the default start decides)."""
+                  xtol: float, points: list, p_prev=None) -> tuple[float, float]:
+    """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity.  Each solve starts from the two valid
+    points nearest the boundary extrapolated linearly (next to a fold the stable branch's basin narrows, and the
+    nearest point alone, a bracket away, can lead onto the agnostic point), then from the nearest point, then
+    from the default start (a failure from a neighbour can be the neighbour's fault)."""
     while abs(a_ok - a_bad) > xtol:
         mid = 0.5 * (a_ok + a_bad)
-        p, _ = solve_retrying(setting, mid, branch, precision, seed, init=p_ok)
+        ext = _extrapolated(p_ok, p_prev, mid)
+        if ext is not None:
+            p, _ = solve_retrying(setting, mid, branch, precision, seed, init=ext, nearest=p_ok)
+        else:
+            p, _ = solve_retrying(setting, mid, branch, precision, seed, init=p_ok)
         points.append(p)
         if p.valid:
-            a_ok, p_ok = mid, p
+            a_ok, p_ok, p_prev = mid, p, p_ok
         else:
             a_bad = mid
     return a_ok, a_bad
@@ -408,7 +425,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
             lo = -float("inf")
         else:
             a_ok, a_bad = _bisect_valid(setting, branch, grid[i0], curve[i0], grid[i0 - 1], precision, seed, xtol,
-                                        points)
+                                        points, p_prev=curve[i0 + 1] if i0 + 1 <= i1 else None)
             ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
             lo = a_ok
         hi = float("inf")
@@ -420,7 +437,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
                 hi = float("inf")
             else:
                 a_ok, a_bad = _bisect_valid(setting, branch, grid[i1], curve[i1], grid[i1 + 1], precision, seed,
-                                            xtol, points)
+                                            xtol, points, p_prev=curve[i1 - 1] if i1 - 1 >= i0 else None)
                 ends["alpha_pos_vanishes"] = Critical("alpha_pos_vanishes", 0.5 * (a_ok + a_bad), a_ok, a_bad,
                                                       "unknown", method)
                 hi = a_ok
