@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -134,13 +136,28 @@ def test_invalid_options_are_refused_before_any_work(kw: dict, match: str, monke
         transition(Setting(omega=0.3), **args, **extra)
 
 
-def test_untied_student_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_untied_student_never_reaches_the_tied_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
     """The study geometry with student='untied' must not reach the tied branch-end adapter (it would return the
-    tied student's critical values for the untied one)."""
+    tied student's critical values for the untied one): ends='adapter' is refused before any work, 'auto' takes
+    the solver's strategy."""
     _forbid_work(monkeypatch, "work started for the untied student")
-    for ends in ("auto", "solves", "adapter"):
-        with pytest.raises(ValueError, match="tied student only"):
-            transition(Setting(omega=0.3, student="untied"), precision="fast", ends=ends)
+    with pytest.raises(ValueError, match="tied student only"):
+        transition(Setting(omega=0.3, student="untied"), precision="fast", ends="adapter")
+    from attnphase.theory.transition import strategies
+
+    seen = []
+
+    class Probe(strategies.SolverEnds):
+        def __init__(self, *a, **k):  # noqa: ANN002, ANN003
+            seen.append("solver")
+            raise RuntimeError("stop here")
+
+    driver = importlib.import_module("attnphase.theory.transition.driver")
+    monkeypatch.setattr(driver, "SolverEnds", Probe)
+    monkeypatch.setattr(driver, "linear_baseline", lambda s: SimpleNamespace(test_error_linear=0.002))
+    with pytest.raises(RuntimeError, match="stop here"):
+        transition(Setting(omega=0.3, student="untied"), precision="fast", ends="auto")
+    assert seen == ["solver"]
 
 
 @pytest.mark.parametrize("argv", [["--xtol", "-1"], ["--xtol", "0"], ["--alpha-min", "2", "--alpha-max", "1"],
