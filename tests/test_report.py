@@ -388,3 +388,21 @@ def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, mon
     text2 = report.reproduce(out, plan=plan, task=boom, basins_task=boom, progress=False).read_text()
     assert "This run: 27 starts, 0 trained now, 27 found in the store, 0 failed" in text2
     assert "above alpha_c: 4/6 = 0.67 ± 0.19" in text2
+
+
+def test_reproduce_bayes_section_reports_the_thresholds(tmp_path: Path) -> None:
+    """The quick plan's Bayes-optimal section (state evolution, thresholds, GAMP rows, figures) with no ERM results
+    to draw: the report block names the thresholds the theory gives (1/6 and 1/2 at L = 2) and its figures exist."""
+    from types import SimpleNamespace
+
+    from attnphase.reproduce.bayes import run_bayes
+    from attnphase.reproduce.plan import plan_for
+
+    plan = plan_for(True)
+    assert plan.bayes == "quick"
+    run = run_bayes(tmp_path, plan, SimpleNamespace(transition=None, diagram=None, curves=None))
+    text = run.markdown()
+    assert not run.notes
+    assert "alpha_weak = 0.1667" in text and "alpha_it = 0.5" in text
+    assert any(p.name == "bayes_comparison.png" and p.is_file() for p in run.figures)
+    assert sum(r["kind"] == "amp" for r in run.records) == 3

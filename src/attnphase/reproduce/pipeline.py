@@ -13,6 +13,7 @@ from typing import Any
 from attnphase.errors import InputError
 from attnphase.experiments.store import ResultStore
 from attnphase.reproduce.basins import BasinsRun, make_basins_figures, run_grids, transition_fields
+from attnphase.reproduce.bayes import run_bayes
 from attnphase.reproduce.figures import make_figures
 from attnphase.reproduce.markdown import RUNS_NAME, STORE_NAME, write_report
 from attnphase.reproduce.plan import Plan, plan_for
@@ -87,6 +88,10 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
         except (ValueError, KeyError) as exc:
             notes.append(f"basins figures not produced: {exc}")
     timings["figures"] = time.perf_counter() - t0
+    bayes = None
+    if plan.bayes is not None:  # the best any estimator can do, drawn against this run's ERM results
+        bayes = run_bayes(out, plan, theory)
+        timings["bayes"] = bayes.seconds
     wall = time.perf_counter() - t_start
     runs = _log_run(out, {
         "started": started, "plan": plan.name, "workers": workers, "wall": round(wall, 2),
@@ -94,5 +99,8 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
         "theory_computed": cache.misses, "simulations_ran": sum(ss.summary.ran for ss in sims),
         "basins_ran": basins.ran if basins is not None else 0,
     })
-    return write_report(out, plan, theory, sims, sim_df, figures, timings, cache, wall, notes, runs,
-                        basins=basins, fields=fields, store=store_path)
+    report = write_report(out, plan, theory, sims, sim_df, figures, timings, cache, wall, notes, runs,
+                          basins=basins, fields=fields, store=store_path)
+    if bayes is not None:
+        report.write_text(report.read_text() + "\n" + bayes.markdown())
+    return report
