@@ -77,7 +77,7 @@ def main() -> None:
 def figures(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from attnphase.theory.bayes.section import bayes_section
+    from attnphase.reproduce.bayes_section import bayes_section
     from attnphase.theory.transition.diagram import phase_diagram
 
     omega = parse_spec(args.omegas)[0]

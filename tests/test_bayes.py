@@ -383,7 +383,7 @@ def test_cli_amp_json(capsys):
 
 def test_bayes_section_quick_writes_records_and_figures(tmp_path):
     pytest.importorskip("torch")
-    from attnphase.theory.bayes.section import bayes_section
+    from attnphase.reproduce.bayes_section import bayes_section
 
     records, paths = bayes_section(Setting(omega=0.3), [0.1, 0.3, 0.6], tmp_path, quick=True, amp_d=150,
                                    amp_seeds=(0,), amp_alphas=(0.9,))

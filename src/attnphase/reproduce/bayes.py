@@ -1,6 +1,6 @@
 """The reproduction's Bayes-optimal section: the best any estimator can do, beside the attention layer's minima.
 
-Draws what :func:`attnphase.theory.bayes.section.bayes_section` computed (state evolution, thresholds, GAMP at
+Draws what :func:`attnphase.reproduce.bayes_section.bayes_section` computed (state evolution, thresholds, GAMP at
 finite d) against the ERM curves, transition and phase diagram the reproduction already has; no ERM physics is
 recomputed here.
 """
@@ -61,7 +61,7 @@ class BayesRun:
 
 def run_bayes(out: Path, plan: Plan, theory: Any) -> BayesRun:
     """The section for the plan's setting, drawn against the reproduction's own ERM results."""
-    from attnphase.theory.bayes.section import bayes_section
+    from attnphase.reproduce.bayes_section import bayes_section
 
     t0 = time.perf_counter()
     alphas = [float(a) for a in np.linspace(0.02, max(2.0, max(plan.curve_alphas)), 100)]

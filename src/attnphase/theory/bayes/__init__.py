@@ -4,8 +4,8 @@ Layout, one idea per module: readoff (what (x, y) reveals: the teacher's fields 
 (the block sign-retrieval channel: Z_out, g_out and their state-evolution averages), state_evolution (the overlap's
 fixed points, alpha(q), the free entropy), observables (the Bayes-optimal test error as a function of the overlap),
 thresholds (weak recovery, information-theoretic, algorithmic: Critical records), solve (the curve of a setting),
-amp (GAMP at finite d on the package's sampled data), results (frozen records), section (what the reproduction
-calls).
+amp (GAMP at finite d on the package's sampled data), results (frozen records).  The figures and the
+reproduction's section live above the physics (plots/bayes.py, reproduce/bayes_section.py).
 """
 
 from attnphase.theory.bayes.results import WARNINGS, AmpResult, BayesPoint

@@ -23,66 +23,23 @@ bool (gradient below tolerance) and ``grad_norm`` (n,).  Implementations:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
 import numpy as np
 
 from attnphase.errors import InputError
+from attnphase.theory.prox.general import prox_general
+from attnphase.theory.prox.l2r1 import prox_l2r1, prox_l2r1_continue, prox_l2r1_warm
+from attnphase.theory.prox.protocol import (
+    KERNELS,
+    LocalMinima,
+    ProxOutput,
+    check_inputs,
+    check_minima,
+    choose_kernel,
+)
+from attnphase.theory.prox.reference import prox_reference
 from attnphase.theory.prox.two_token import GTOL
 
-KERNELS = ("auto", "l2r1", "general", "reference")
-
-
-@runtime_checkable
-class ProxOutput(Protocol):
-    h: np.ndarray
-    value: np.ndarray
-    converged: np.ndarray
-    grad_norm: np.ndarray
-
-
-@dataclass(frozen=True)
-class LocalMinima:
-    """The distinct local minimisers a kernel's Newton runs ended at, per point: h (n, K, L, r), the first
-    count[i] of row i valid (NaN after).  Kernels that record them return them as ``minima``; ``prox(...,
-    minima=)`` continues them at nearby parameters."""
-
-    h: np.ndarray
-    count: np.ndarray
-
-
-def check_inputs(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    w = np.ascontiguousarray(w, dtype=float)
-    T = np.ascontiguousarray(T, dtype=float)
-    Vinv = np.ascontiguousarray(np.atleast_2d(Vinv), dtype=float)
-    if w.ndim != 3 or T.shape != (w.shape[0], w.shape[1], w.shape[1]) or Vinv.shape != (w.shape[2], w.shape[2]):
-        raise InputError(f"prox: shapes w {w.shape}, T {T.shape}, Vinv {Vinv.shape} do not fit (n, L, r), "
-                         "(n, L, L), (r, r)")
-    return w, T, Vinv
-
-
-def check_minima(minima: LocalMinima, w_shape: tuple[int, ...]) -> np.ndarray:
-    """minima.h as a float array after checking it fits points w of shape (n, L, r) (ValueError otherwise)."""
-    mh = np.asarray(minima.h, dtype=float)
-    n = w_shape[0]
-    if mh.ndim != 4 or mh.shape[0] != n or mh.shape[2:] != tuple(w_shape[1:]) or np.shape(minima.count) != (n,):
-        raise InputError(f"prox: minima.h has shape {mh.shape} and count {np.shape(minima.count)}, w {w_shape}")
-    if n and not (np.min(minima.count) >= 1 and np.max(minima.count) <= mh.shape[1]):
-        raise InputError(f"prox: minima.count must lie in [1, {mh.shape[1]}] at every point")
-    return mh
-
-
-def choose_kernel(L: int, r: int, kernel: str = "auto", untied: bool = False) -> str:
-    if kernel not in KERNELS:
-        raise InputError(f"prox kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
-    if untied and kernel == "l2r1":
-        raise InputError("the l2r1 prox kernel implements the tied scores only; use 'general' for the untied student")
-    if kernel == "auto":
-        return "l2r1" if (L == 2 and r == 1 and not untied) else "general"
-    if kernel == "l2r1" and not (L == 2 and r == 1):
-        raise InputError(f"the l2r1 prox kernel needs L = 2, r = 1, got L = {L}, r = {r}")
-    return kernel
+__all__ = ["KERNELS", "LocalMinima", "ProxOutput", "check_inputs", "check_minima", "choose_kernel", "prox"]
 
 
 def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
@@ -107,13 +64,9 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
             raise InputError("prox: pass warm or minima, not both")
         mh = check_minima(minima, w.shape)
         if name == "l2r1":
-            from attnphase.theory.prox.l2r1 import prox_l2r1_continue
-
             return prox_l2r1_continue(w, T, Vinv, float(sigma2), minima, gtol=gtol)
         # NaN rows (beyond count) are starts the other kernels skip.
         if name == "general":
-            from attnphase.theory.prox.general import prox_general
-
             return prox_general(w, T, Vinv, float(sigma2), mh, gtol=gtol, own=False, untied=untied)
         starts = mh if starts is None else np.concatenate([starts, mh], axis=1)
     if warm is not None:
@@ -121,22 +74,12 @@ def prox(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: 
         if warm.shape != w.shape:
             raise InputError(f"prox: warm has shape {warm.shape}, w {w.shape}")
         if name == "l2r1":
-            from attnphase.theory.prox.l2r1 import prox_l2r1_warm
-
             return prox_l2r1_warm(w, T, Vinv, float(sigma2), warm, gtol=gtol)
         if name == "general":
-            from attnphase.theory.prox.general import prox_general
-
             return prox_general(w, T, Vinv, float(sigma2), warm[:, None], gtol=gtol, own=False, untied=untied)
         starts = warm[:, None] if starts is None else np.concatenate([starts, warm[:, None]], axis=1)
     if name == "l2r1":
-        from attnphase.theory.prox.l2r1 import prox_l2r1
-
         return prox_l2r1(w, T, Vinv, float(sigma2), starts, gtol=gtol)
     if name == "general":
-        from attnphase.theory.prox.general import prox_general
-
         return prox_general(w, T, Vinv, float(sigma2), starts, gtol=gtol, untied=untied)
-    from attnphase.theory.prox.reference import prox_reference
-
     return prox_reference(w, T, Vinv, float(sigma2), starts, gtol=gtol, untied=untied)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.errors import InputError
-from attnphase.theory.prox import LocalMinima, check_minima
+from attnphase.theory.prox.protocol import LocalMinima, check_minima
 from attnphase.theory.prox.two_token import GTOL, ProxSolution, continue_minima, solve_prox
 
 

@@ -1,4 +1,5 @@
-"""What the reproduction calls: the Bayes-optimal curve, its thresholds, GAMP at finite d and the figures.
+"""What the reproduction calls: the Bayes-optimal curve, its thresholds, GAMP at finite d and the figures (it draws,
+so it lives with the reproduction, above the physics in theory/bayes/).
 
 :func:`bayes_section` is cheap in quick mode (measured: 10-13 s on one shared core for 100 alphas) because it
 computes only the Bayes-optimal side (state evolution, thresholds, a few small GAMP runs) and draws the ERM side
