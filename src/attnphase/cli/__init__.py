@@ -27,7 +27,12 @@ NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "ex
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (exit code 2), like every other input error of the CLI."""
+    """Usage errors as one line (exit code 2), like every other input error of the CLI.  No abbreviations of
+    long options: `--opt` must never be read as `--optimizer`."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -35,7 +40,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def common_parent() -> argparse.ArgumentParser:
     """Options every subcommand accepts (the parent parser of each of them)."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parent.add_argument("--quiet", action="store_true",
                         help="no progress bars and no informational notes on stderr (errors and warnings stay)")
     return parent
@@ -96,7 +101,12 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # Reported by the subcommand's parser, so that the line points to its help, not the top-level one.
+            choices = parser._subparsers._group_actions[0].choices if parser._subparsers else {}  # noqa: SLF001
+            owner = choices.get(getattr(args, "command", None), parser)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     if not getattr(args, "func", None):
