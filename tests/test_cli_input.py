@@ -497,3 +497,38 @@ def test_unreachable_dask_scheduler_is_refused_quickly(tmp_path, capsys):
     _one_line_exit_2([*SWEEP, "--store", str(tmp_path / "s.sqlite"), "--scheduler", f"tcp://127.0.0.1:{port}"],
                      capsys, "nothing answers")
     assert time.perf_counter() - t0 < 10
+
+
+def test_simulate_table_prints_matrix_overlaps_as_summaries():
+    # issue 20: for L > 2 the table printed m as a nested list
+    from attnphase.cli.simulate import _scalar_row
+
+    row = _scalar_row({"q": [[0.2]], "m": [[0.3], [0.4], [0.0]], "theta": [[0.5]], "train_loss": 1.0})
+    assert row["q"] == pytest.approx(0.2) and row["theta"] == pytest.approx(0.5)
+    assert row["m"] == pytest.approx((0.25 / 3) ** 0.5)  # rms over tokens of |m_l|, as the theory table
+    assert _scalar_row({"q": 0.1, "m": 0.2, "theta": 0.3}) == {"q": 0.1, "m": 0.2, "theta": 0.3}
+
+
+def test_transition_refuses_what_does_not_fit(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    _one_line_exit_2(["transition", "--L", "1000", "--omega", "0.3"], capsys, "GiB")
+
+
+def test_basins_prints_fractions_and_quiet_hides_the_summary(tmp_path, monkeypatch, capsys):
+    import attnphase.experiments.simulation.basins as basins
+
+    monkeypatch.setattr(basins, "basins_task", _fake_basins_task)
+    store = tmp_path / "b.sqlite"
+    argv = ["basins", "--d", "8", "--alphas", "1,1.5", "--omegas", "0.3", "--inits-per-point", "4",
+            "--init-scale", "1", "--store", str(store), "--no-progress", "--steps", "5"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert "semantic_fraction" in cap.out and "attnphase basins:" in cap.err
+    assert main([*argv, "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == "" and "semantic_fraction" in cap.out
+
+
+def _fake_basins_task(point):
+    return {"basin": "semantic" if point.seed % 2 else "positional", "converged": True, "train_loss": 0.1,
+            "test_error": 0.1, "m": 0.0, "theta": 0.1, "q": 0.1}

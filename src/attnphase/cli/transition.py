@@ -41,6 +41,12 @@ def _check(args: argparse.Namespace, omegas: list[float]):
     base = setting_from_args(args, omega=omegas[0])
     for w in omegas:
         base.replace(omega=w)
+    from attnphase.theory.cost import check_theory_size
+
+    # Each omega: both branches on the grid plus the refinement's solves (about 2 n_grid + 20 fixed points).
+    note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers)
+    if note and not args.quiet:
+        print(f"attnphase {args.command}: note: {note}", file=sys.stderr)
     # Any setting: beyond L = 2, r = r* = 1, antipodal the branch ends come from the solver (kind 'unknown').
     return base
 
