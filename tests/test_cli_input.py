@@ -532,3 +532,31 @@ def test_basins_prints_fractions_and_quiet_hides_the_summary(tmp_path, monkeypat
 def _fake_basins_task(point):
     return {"basin": "semantic" if point.seed % 2 else "positional", "converged": True, "train_loss": 0.1,
             "test_error": 0.1, "m": 0.0, "theta": 0.1, "q": 0.1}
+
+
+def test_plot_test_error_reads_the_theory_a_store_holds(tmp_path, monkeypatch, capsys):
+    # issue 20: `plot test-error --store` recomputed its theory (106 s) although `reproduce` had stored it
+    from conftest import synthetic_curves
+
+    from attnphase.experiments.store import ResultStore
+    from attnphase.reproduce.records import TransitionRecord
+    from attnphase.reproduce.theory_jobs import TheoryCache
+    from attnphase.setting import Setting
+
+    store = tmp_path / "results.sqlite"
+    curves = synthetic_curves()
+    alphas = [p.alpha for p in curves["semantic"]]
+    curves = {b: [p for p in pts if p.alpha in alphas] for b, pts in curves.items()}
+    tr = TransitionRecord(omega=0.3, alpha_c=1.2, alpha_c_bracket=(1.1, 1.3), alpha_l=1.5, alpha_l_bracket=(1.4, 1.6),
+                          test_error_linear=0.002, alpha_sem_appears=None, alpha_pos_vanishes=None, reasons={},
+                          curves={})
+    with ResultStore(store) as s:
+        cache = TheoryCache(s)
+        for b in ("positional", "semantic"):
+            cache.put_curve(Setting(), alphas, b, "fast", curves[b])
+        cache.put_transition(Setting(), "fast", tr, alpha_min=0.1, alpha_max=2.0, n_grid=6, xtol=0.05)
+    _no_theory(monkeypatch)  # nothing may be computed
+    assert main(["plot", "test-error", "--store", str(store), "--precision", "fast", "--out", str(tmp_path / "te")]) == 0
+    err = capsys.readouterr().err
+    assert "theory from" in err and "curves, transition" in err
+    assert (tmp_path / "te.png").is_file()
