@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from attnphase.cli.common import (
@@ -148,6 +149,13 @@ def run_compare(args: argparse.Namespace) -> int:
     setting = setting_from_args(args, omega=_omega(args))
     alphas = parse_spec(args.alpha, "--alpha")
     seeds = parse_int_spec(args.seeds, "--seeds")
+    from attnphase.theory.cost import check_theory_size
+    from attnphase.theory.state_evolution.precision import get_precision
+
+    get_precision(args.precision)  # before the first simulation
+    note = check_theory_size(setting.replace(student=args.student), 2 * len(alphas), args.precision, 1)
+    if note and not args.quiet:
+        print(f"attnphase compare: note: {note}", file=sys.stderr)
     te_lin_theory = float(linear_baseline(setting).test_error_linear)
     from attnphase.progress import progress_bar
 
