@@ -560,3 +560,34 @@ def test_plot_test_error_reads_the_theory_a_store_holds(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert "theory from" in err and "curves, transition" in err
     assert (tmp_path / "te.png").is_file()
+
+
+def test_extreme_values_are_refused_or_answered_never_a_traceback(monkeypatch, capsys):
+    # found by the same adversarial pass: sigma = 1e300 crashed theory, baseline and simulate; 10^12 steps ran in
+    # silence; lambda or alpha near overflow printed RuntimeWarnings
+    from attnphase.setting import Setting
+
+    for kw in ({"sigma": 1e300}, {"lam": 1e300}):
+        with pytest.raises(ValueError, match="at most"):
+            Setting(**kw)
+    _one_line_exit_2(["baseline", "--sigma", "1e300"], capsys, "sigma must be at most")
+    _one_line_exit_2(["theory", "--alpha", "1e300"], capsys, "alpha must be at most")
+    _one_line_exit_2(["simulate", "--d", "8", "--alpha", "1", "--steps", "1000000000000"], capsys, "steps must be at most")
+
+
+def test_numerical_warnings_are_one_summary_line(monkeypatch, capsys):
+    import warnings
+
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+
+    def noisy(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+        for _ in range(5):
+            warnings.warn("overflow encountered in matmul", RuntimeWarning, stacklevel=1)
+        return [synthetic_curves([1.0])["positional"][0]] * len(alphas)
+
+    monkeypatch.setattr(theory, "solve_curve", noisy)
+    assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet", "--workers", "1"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "5 numerical warning(s)" in err[0] and "overflow" in err[0]

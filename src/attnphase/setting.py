@@ -32,6 +32,11 @@ STUDENTS = ("tied", "untied")
 DEFAULT_MIX = 0.8
 # Rows of A must sum to 1 within this (e.g. A written to 6 digits); within it they are renormalised exactly.
 A_ROW_TOL = 1e-6
+# Largest sigma and lambda accepted: far beyond any study, well inside double precision (sigma^4 / lambda^2 appear).
+SIGMA_MAX = 1e3
+LAM_MAX = 1e6
+# Largest alpha accepted (alpha d samples; the equations' hats grow like alpha).
+ALPHA_MAX = 1e6
 # Largest Gram-matrix entry of the positional encodings accepted (the study's are 1).
 GRAM_MAX = 1e12
 
@@ -65,6 +70,8 @@ def check_alpha(alpha: Any) -> float:
     a = check_number("alpha", alpha)
     if a <= 0:
         raise InputError(f"alpha must be > 0, got {a:g}")
+    if a > ALPHA_MAX:
+        raise InputError(f"alpha must be at most {ALPHA_MAX:g}, got {a:g}")
     return a
 
 
@@ -172,9 +179,14 @@ class Setting:
         sigma = check_number("sigma", self.sigma)
         if sigma <= 0:
             raise InputError(f"sigma must be > 0, got {sigma:g}")
+        if sigma > SIGMA_MAX:
+            raise InputError(f"sigma must be at most {SIGMA_MAX:g} (sigma^4 enters the equations; the study's is 0.5), "
+                             f"got {sigma:g}")
         lam = check_number("lam", self.lam)
         if lam < 0:
             raise InputError(f"lambda must be >= 0, got {lam:g}")
+        if lam > LAM_MAX:
+            raise InputError(f"lambda must be at most {LAM_MAX:g} (the study's is 0.01), got {lam:g}")
         r = check_int("r", self.r, 1)
         r_star = check_int("r_star", self.r_star, 1)
         L = None if self.L is None else check_int("L", self.L, 2)

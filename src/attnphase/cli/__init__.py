@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
 import sqlite3
 import sys
 import traceback
@@ -93,6 +94,33 @@ def _prepare(args: argparse.Namespace) -> None:
         require_extra(extra, "this command")
 
 
+def _run_quietly(args: argparse.Namespace, prog: str) -> int:
+    """Run the command with numerical warnings (overflow, invalid values, ...) collected instead of printed as they
+    come: one summary line at the end, never a spray of RuntimeWarnings.  The statuses of the results say which
+    numbers are affected."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            return int(args.func(args) or 0)
+        finally:
+            numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+            for w in caught:
+                if not issubclass(w.category, RuntimeWarning):
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            if numeric:
+                first = numeric[0]
+                where = f"{os.path.basename(first.filename)}:{first.lineno}"
+                print(f"{prog}: warning: {len(numeric)} numerical warning(s) during the computation (first: "
+                      f"{_one_line_text(first.message)} at {where}); see each result's status", file=sys.stderr)
+
+
+def _one_line_text(message: object) -> str:
+    text = str(message).strip()
+    return text.splitlines()[0] if text else "warning"
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     return text.splitlines()[0] if text else exc.__class__.__name__
@@ -115,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = f"attnphase {args.command}"
     try:
         _prepare(args)
-        return int(args.func(args) or 0)
+        return _run_quietly(args, prog)
     except ModuleNotFoundError as exc:
         extra = extra_for_module(exc.name)
         if extra is None:

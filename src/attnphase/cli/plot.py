@@ -85,6 +85,13 @@ def _alphas(args: argparse.Namespace, default: str) -> list[float]:
     bad = [a for a in alphas if a <= 0]
     if bad:
         raise InputError(f"--alphas: alpha must be > 0, got {bad[0]:g}")
+    from attnphase.setting import check_alpha
+
+    for a in alphas:
+        try:
+            check_alpha(a)
+        except ValueError as exc:
+            raise InputError(f"--alphas: {exc}") from None
     return sorted(set(alphas))
 
 

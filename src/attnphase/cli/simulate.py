@@ -149,6 +149,13 @@ def run_compare(args: argparse.Namespace) -> int:
     setting = setting_from_args(args, omega=_omega(args))
     alphas = parse_spec(args.alpha, "--alpha")
     seeds = parse_int_spec(args.seeds, "--seeds")
+    from attnphase.setting import check_alpha
+
+    for a in alphas:
+        try:
+            check_alpha(a)
+        except ValueError as exc:
+            raise InputError(f"--alpha: {exc}") from None
     from attnphase.theory.cost import check_theory_size
     from attnphase.theory.state_evolution.precision import get_precision
 

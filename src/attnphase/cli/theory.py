@@ -134,9 +134,13 @@ def _theory(args: argparse.Namespace) -> int:
     get_precision(args.precision)
     alphas = parse_spec(args.alpha, "--alpha")
     omegas = parse_spec(args.omega, "--omega")
+    from attnphase.setting import check_alpha
+
     for a in alphas:
-        if not a > 0:
-            raise InputError(f"--alpha: values must be > 0, got {a:g}")
+        try:
+            check_alpha(a)  # the solver's own rule (> 0, at most ALPHA_MAX), before any process starts
+        except ValueError as exc:
+            raise InputError(f"--alpha: {exc}") from None
     branches, global_only = parse_branches(args.branch)
     settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
                 for w in omegas]  # all checked before work
