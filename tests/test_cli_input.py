@@ -240,7 +240,7 @@ def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch,
 
     seen = []
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
         seen.append((setting.r, branch, multistart))
         return synthetic_curves([1.0])["positional"]
 
@@ -248,3 +248,346 @@ def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch,
     assert main(["theory", "--alpha", "1", "--rank", "2", "--branch", "free", "--multistart", "--json", "--quiet"]) == 0
     assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet"]) == 0
     assert seen == [(2, "free", True), (1, "positional", False)]
+
+
+# -- issue 20: the adversarial pass ---------------------------------------------------------------------------
+
+def _no_theory(monkeypatch) -> None:
+    """Any theory computation fails the test: the command had to refuse before work."""
+    import attnphase.theory as theory
+
+    def boom(*a, **k):
+        raise AssertionError("work started before the input was checked")
+
+    for name in ("solve_curve", "solve", "phase_diagram", "transition", "linear_baseline"):
+        monkeypatch.setattr(theory, name, boom)
+
+
+def _foreign_db(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE notes (x TEXT)")
+    con.commit()
+    con.close()
+    return path
+
+
+def test_export_never_writes_over_its_own_store(tmp_path, capsys):
+    store = tmp_path / "ok.sqlite"
+    _store_with_rows(store)
+    other = tmp_path / "other.sqlite"
+    _store_with_rows(other)
+    link = tmp_path / "link.csv"
+    link.symlink_to(store)
+    before, before_other = _sha(store), _sha(other)
+    capsys.readouterr()
+    _one_line_exit_2(["export", "--store", str(store), "--csv", str(store)], capsys, "same file as --store")
+    _one_line_exit_2(["export", "--store", str(store), "--csv", str(link)], capsys, "same file as --store")
+    _one_line_exit_2(["export", "--store", str(store), "--csv", str(other)], capsys, "SQLite")  # another store
+    assert _sha(store) == before and _sha(other) == before_other
+    assert main(["export", "--store", str(store), "--csv", str(tmp_path / "ok.csv"), "--quiet"]) == 0
+
+
+def test_plot_never_writes_its_figure_over_its_inputs(tmp_path, monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    store = tmp_path / "s.sqlite"
+    _store_with_rows(store)
+    png = tmp_path / "fig.png"
+    _store_with_rows(png)  # a store that happens to be named like the figure
+    before = _sha(png)
+    capsys.readouterr()
+    _one_line_exit_2(["plot", "test-error", "--store", str(png), "--out", str(tmp_path / "fig")], capsys,
+                     "same file as --store")
+    _one_line_exit_2(["plot", "test-error", "--store", str(store), "--out", str(tmp_path / "fig.pdf")], capsys,
+                     "SQLite")
+    records = tmp_path / "r.pdf"
+    records.write_text("{}")
+    _one_line_exit_2(["plot", "rank2", "--records", str(records), "--out", str(tmp_path / "r")], capsys,
+                     "same file as --records")
+    assert _sha(png) == before and records.read_text() == "{}"
+
+
+@pytest.mark.parametrize("make", ["foreign", "text"])
+def test_phase_diagram_checks_its_store_before_any_work(make, tmp_path, monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    bad = tmp_path / "foreign.sqlite"
+    if make == "foreign":
+        _foreign_db(bad)
+    else:
+        bad.write_text("not a database\n")
+    _one_line_exit_2(["phase-diagram", "--omegas", "0.3", "--out", str(tmp_path / "pd3"), "--n-grid", "4",
+                      "--store", str(bad)], capsys, "not an attnphase results store")
+    assert not (tmp_path / "pd3").exists()
+
+
+def test_phase_diagram_out_that_is_a_file_is_refused_before_work(tmp_path, monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    f = tmp_path / "pd"
+    f.write_text("x")
+    _one_line_exit_2(["phase-diagram", "--omegas", "0.3", "--out", str(f)], capsys, "is a file")
+
+
+def test_basins_checks_store_and_sizes_before_any_start(tmp_path, capsys):
+    foreign = _foreign_db(tmp_path / "foreign.sqlite")
+    before = _sha(foreign)
+    basins = ["basins", "--d", "8", "--alphas", "1", "--omegas", "0.3", "--no-progress"]
+    _one_line_exit_2([*basins, "--store", str(foreign)], capsys, "not an attnphase results store")
+    assert _sha(foreign) == before
+    store = tmp_path / "b.sqlite"
+    t0 = time.perf_counter()
+    _one_line_exit_2([*basins, "--store", str(store), "--inits-per-point", "1000000000"], capsys, "starts")
+    assert time.perf_counter() - t0 < 5  # refused from the sizes, not after materialising 10^9 seeds
+    _one_line_exit_2(["basins", "--d", "1", "--alphas", "1", "--omegas", "0.3", "--store", str(store)], capsys,
+                     "--d must be >= 2")
+    _one_line_exit_2([*basins, "--store", str(store), "--rank", "2"], capsys, "--rank")
+    assert not store.exists()
+
+
+def test_sizes_a_user_can_type_are_bounded(tmp_path, monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    store = tmp_path / "s.sqlite"
+    _one_line_exit_2([*SWEEP, "--store", str(store), "--task", "conftest:fake_task", "--seeds", "0:1000000000"],
+                     capsys, "at most")
+    _one_line_exit_2(["theory", "--alpha", "1:2:100000", "--branch", "semantic"], capsys, "at most")
+    _one_line_exit_2(["transition", "--n-grid", "100000"], capsys, "--n-grid")
+    assert not store.exists()
+
+
+def test_theory_refuses_what_does_not_fit_in_memory(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    _one_line_exit_2(["theory", "--L", "1000", "--branch", "semantic"], capsys, "GiB")
+
+
+def test_theory_announces_long_work(monkeypatch, capsys):
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+
+    monkeypatch.setattr(theory, "solve_curve",
+                        lambda s, alphas, b, *a, **k: [synthetic_curves([1.0])["positional"][0]] * len(alphas))
+    assert main(["theory", "--L", "20", "--alpha", "1.5", "--branch", "semantic", "--json", "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "note:" in err and "roughly" in err
+
+
+def test_theory_progress_counts_points(monkeypatch, capsys):
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+        out = []
+        for _ in alphas:
+            time.sleep(0.2)
+            out.append(synthetic_curves([1.0])["positional"][0])
+            on_point(out[-1])
+        return out
+
+    monkeypatch.setattr(theory, "solve_curve", fake_curve)
+    assert main(["theory", "--alpha", "1:2:4", "--branch", "positional", "--json", "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "/4 [" in err and "point" in err
+
+
+def test_collapsed_fixed_point_is_a_status_not_a_crash():
+    # sigma = 1e-4: q underflows to 0; the test error used to divide theta^2 by it (ZeroDivisionError).
+    import numpy as np
+
+    from attnphase.setting import Setting
+    from attnphase.theory.model.observables import test_error
+    from attnphase.theory.model.overlaps import Overlaps
+
+    te, err = test_error(Setting(sigma=1e-4), Overlaps(q=0.0, m=np.zeros((2, 1)), V=1e-6, theta=0.0))
+    assert np.isfinite(te) and np.isfinite(err)
+    te, _ = test_error(Setting(sigma=1e-4, L=3), Overlaps(q=0.0, m=np.zeros((3, 1)), V=1e-6, theta=0.0))
+    assert np.isnan(te)  # the general path: no number rather than a crash
+
+
+def test_A_given_for_another_L_is_refused_however_it_is_written(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    for text in ("0.6,0.4;0.4,0.6", "0.60,0.40;0.40,0.60"):
+        _one_line_exit_2(["theory", "--L", "3", "--A", text], capsys, "L = 3")
+
+
+def test_A_to_six_digits_is_renormalised_once_at_the_door():
+    import numpy as np
+
+    from attnphase.setting import Setting
+
+    s = Setting(A="0.333333,0.666667;0.5,0.5")  # rows sum to 1 within 1e-6
+    assert np.allclose(s.A_array.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="within 1e-06"):
+        Setting(A="0.33,0.66;0.5,0.5")
+
+
+def test_A_from_a_file_like_positions(tmp_path, monkeypatch):
+    import numpy as np
+
+    from attnphase.cli.common import setting_from_args
+
+    f = tmp_path / "A.csv"
+    f.write_text("0.5,0.3,0.2\n0.2,0.6,0.2\n0.1,0.1,0.8\n")
+    args = build_parser().parse_args(["theory", "--A", str(f)])
+    s = setting_from_args(args)
+    assert s.L == 3 and np.allclose(s.A_array[2], [0.1, 0.1, 0.8])
+
+
+def test_no_abbreviated_options_anywhere(capsys):
+    # `--opt steps=500` used to be read as `--optimizer steps=500` by simulate
+    line = _one_line_exit_2(["simulate", "--d", "8", "--alpha", "1", "--opt", "steps=500"], capsys,
+                            "unrecognized arguments")
+    assert "attnphase simulate --help" in line
+    line = _one_line_exit_2(["transition", "--omeg", "0.3"], capsys, "unrecognized arguments")
+    assert "attnphase transition --help" in line
+    line = _one_line_exit_2(["phase-diagram", "--out", "x", "--bogus"], capsys, "unrecognized")
+    assert "attnphase phase-diagram --help" in line
+
+
+def test_phase_diagram_n_grid_rule_is_the_transitions(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    _one_line_exit_2(["phase-diagram", "--out", "x", "--n-grid", "2"], capsys, "--n-grid must be an integer >= 3")
+
+
+@pytest.mark.parametrize("content, match", [
+    ("complex", "real numbers"),
+    ("empty", "empty"),
+    ("huge", "at most"),
+    ("ragged", "cannot read"),
+])
+def test_bad_matrix_files_are_one_line_without_warnings(content, match, tmp_path, capsys):
+    import warnings
+
+    import numpy as np
+
+    if content == "complex":
+        f = tmp_path / "G.npy"
+        np.save(f, np.eye(2) + 1j * np.eye(2))
+    else:
+        f = tmp_path / "G.csv"
+        f.write_text({"empty": "", "huge": "1e308,0\n0,1e308\n", "ragged": "1,0\n0\n"}[content])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        err = _one_line_exit_2(["theory", "--positions", str(f)], capsys, match)
+    assert "Warning" not in err
+
+
+def test_branch_takes_a_comma_list(monkeypatch, capsys):
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+
+    seen = []
+
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+        seen.append(branch)
+        return [synthetic_curves([1.0])["positional"][0]] * len(alphas)
+
+    monkeypatch.setattr(theory, "solve_curve", fake_curve)
+    assert main(["theory", "--alpha", "1", "--branch", "positional,semantic", "--json", "--quiet", "--workers", "1"]) == 0
+    assert seen == ["positional", "semantic"]
+    _one_line_exit_2(["theory", "--branch", "positional,bogus"], capsys, "bogus")
+
+
+def test_unreachable_dask_scheduler_is_refused_quickly(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    t0 = time.perf_counter()
+    _one_line_exit_2([*SWEEP, "--store", str(tmp_path / "s.sqlite"), "--scheduler", f"tcp://127.0.0.1:{port}"],
+                     capsys, "nothing answers")
+    assert time.perf_counter() - t0 < 10
+
+
+def test_simulate_table_prints_matrix_overlaps_as_summaries():
+    # issue 20: for L > 2 the table printed m as a nested list
+    from attnphase.cli.simulate import _scalar_row
+
+    row = _scalar_row({"q": [[0.2]], "m": [[0.3], [0.4], [0.0]], "theta": [[0.5]], "train_loss": 1.0})
+    assert row["q"] == pytest.approx(0.2) and row["theta"] == pytest.approx(0.5)
+    assert row["m"] == pytest.approx((0.25 / 3) ** 0.5)  # rms over tokens of |m_l|, as the theory table
+    assert _scalar_row({"q": 0.1, "m": 0.2, "theta": 0.3}) == {"q": 0.1, "m": 0.2, "theta": 0.3}
+
+
+def test_transition_refuses_what_does_not_fit(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    _one_line_exit_2(["transition", "--L", "1000", "--omega", "0.3"], capsys, "GiB")
+
+
+def test_basins_prints_fractions_and_quiet_hides_the_summary(tmp_path, monkeypatch, capsys):
+    import attnphase.experiments.simulation.basins as basins
+
+    monkeypatch.setattr(basins, "basins_task", _fake_basins_task)
+    store = tmp_path / "b.sqlite"
+    argv = ["basins", "--d", "8", "--alphas", "1,1.5", "--omegas", "0.3", "--inits-per-point", "4",
+            "--init-scale", "1", "--store", str(store), "--no-progress", "--steps", "5"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert "semantic_fraction" in cap.out and "attnphase basins:" in cap.err
+    assert main([*argv, "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == "" and "semantic_fraction" in cap.out
+
+
+def _fake_basins_task(point):
+    return {"basin": "semantic" if point.seed % 2 else "positional", "converged": True, "train_loss": 0.1,
+            "test_error": 0.1, "m": 0.0, "theta": 0.1, "q": 0.1}
+
+
+def test_plot_test_error_reads_the_theory_a_store_holds(tmp_path, monkeypatch, capsys):
+    # issue 20: `plot test-error --store` recomputed its theory (106 s) although `reproduce` had stored it
+    from conftest import synthetic_curves
+
+    from attnphase.experiments.store import ResultStore
+    from attnphase.reproduce.records import TransitionRecord
+    from attnphase.reproduce.theory_jobs import TheoryCache
+    from attnphase.setting import Setting
+
+    store = tmp_path / "results.sqlite"
+    curves = synthetic_curves()
+    alphas = [p.alpha for p in curves["semantic"]]
+    curves = {b: [p for p in pts if p.alpha in alphas] for b, pts in curves.items()}
+    tr = TransitionRecord(omega=0.3, alpha_c=1.2, alpha_c_bracket=(1.1, 1.3), alpha_l=1.5, alpha_l_bracket=(1.4, 1.6),
+                          test_error_linear=0.002, alpha_sem_appears=None, alpha_pos_vanishes=None, reasons={},
+                          curves={})
+    with ResultStore(store) as s:
+        cache = TheoryCache(s)
+        for b in ("positional", "semantic"):
+            cache.put_curve(Setting(), alphas, b, "fast", curves[b])
+        cache.put_transition(Setting(), "fast", tr, alpha_min=0.1, alpha_max=2.0, n_grid=6, xtol=0.05)
+    _no_theory(monkeypatch)  # nothing may be computed
+    assert main(["plot", "test-error", "--store", str(store), "--precision", "fast", "--out", str(tmp_path / "te")]) == 0
+    err = capsys.readouterr().err
+    assert "theory from" in err and "curves, transition" in err
+    assert (tmp_path / "te.png").is_file()
+
+
+def test_extreme_values_are_refused_or_answered_never_a_traceback(monkeypatch, capsys):
+    # found by the same adversarial pass: sigma = 1e300 crashed theory, baseline and simulate; 10^12 steps ran in
+    # silence; lambda or alpha near overflow printed RuntimeWarnings
+    from attnphase.setting import Setting
+
+    for kw in ({"sigma": 1e300}, {"lam": 1e300}):
+        with pytest.raises(ValueError, match="at most"):
+            Setting(**kw)
+    _one_line_exit_2(["baseline", "--sigma", "1e300"], capsys, "sigma must be at most")
+    _one_line_exit_2(["theory", "--alpha", "1e300"], capsys, "alpha must be at most")
+    _one_line_exit_2(["simulate", "--d", "8", "--alpha", "1", "--steps", "1000000000000"], capsys, "steps must be at most")
+
+
+def test_numerical_warnings_are_one_summary_line(monkeypatch, capsys):
+    import warnings
+
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+
+    def noisy(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+        for _ in range(5):
+            warnings.warn("overflow encountered in matmul", RuntimeWarning, stacklevel=1)
+        return [synthetic_curves([1.0])["positional"][0]] * len(alphas)
+
+    monkeypatch.setattr(theory, "solve_curve", noisy)
+    assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet", "--workers", "1"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "5 numerical warning(s)" in err[0] and "overflow" in err[0]

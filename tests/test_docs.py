@@ -4,12 +4,16 @@ repository.  (The site itself is built with warnings as errors by `make docs`, i
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 from conftest import TESTS_DIR
 
 ROOT = TESTS_DIR.parent
 DOCS = ROOT / "docs"
+_spec = importlib.util.spec_from_file_location("notebooks_hook", ROOT / "docs_hooks" / "notebooks.py")
+notebooks_hook = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(notebooks_hook)
 
 
 def _nav_pages() -> list[str]:
@@ -21,9 +25,28 @@ def _nav_pages() -> list[str]:
 def test_every_nav_page_exists_and_every_page_is_in_the_nav():
     pages = _nav_pages()
     assert pages, "mkdocs.yml has no nav"
+    # A page is a markdown file, or a notebook the build executes and renders (docs_hooks/notebooks.py).
+    NOTEBOOKS = notebooks_hook.NOTEBOOKS
+
+    rendered = {n.removesuffix(".ipynb") + ".md" for n in NOTEBOOKS}
     for page in pages:
-        assert (DOCS / page).is_file(), page
-    assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(pages)
+        assert (DOCS / page).is_file() or (page in rendered and (DOCS / page.replace(".md", ".ipynb")).is_file()), page
+    assert sorted([p.name for p in DOCS.glob("*.md")] + sorted(rendered)) == sorted(pages)
+
+
+def test_the_tutorial_notebook_is_executed_by_the_build_and_linked():
+    # issue 20: a notebook researchers can start from, run by `make docs` so that it never goes stale
+    import json
+
+    assert "docs_hooks/notebooks.py" in (ROOT / "mkdocs.yml").read_text()
+    nb = json.loads((DOCS / "tutorial.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    for needed in ("solve(", "solve_curve(", "transition(", "simulate(", '"fast"'):
+        assert needed in code, needed
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")  # stored without outputs
+    index = (DOCS / "index.md").read_text()
+    for page in ("tutorial.md", "untied.md", "basins.md", "rank2.md"):
+        assert f"]({page})" in index, page
 
 
 def test_the_pages_cover_the_issue():

@@ -116,6 +116,25 @@ def test_global_minimum_underlay_is_the_theory_curve(tmp_path: Path, monkeypatch
     assert np.allclose(np.sort(xs), [p.alpha for p in gm[:5]])
 
 
+def test_global_minimum_is_one_line_through_alpha_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 20: the underlay had a gap between the last positional and the first semantic grid point
+    cap = Captured(monkeypatch)
+    curves = synthetic_curves()
+    gm = global_minimum_curve(curves)
+    switch = next(i for i in range(1, len(gm)) if gm[i].branch != gm[i - 1].branch)
+    a0, a1 = gm[switch - 1].alpha, gm[switch].alpha
+    alpha_c = a0 + 0.3 * (a1 - a0)
+    plots.plot_test_error(curves, tmp_path / "te", global_minimum=gm, alpha_c=alpha_c)
+    lines = [ln for ln in cap.ax.get_lines() if ln.get_label() == "global minimum"]
+    assert len(lines) == 1  # one line, no gap
+    xs = np.asarray(lines[0].get_xdata(), dtype=float)
+    assert np.all(np.diff(xs) >= 0)
+    at_c = np.flatnonzero(np.isclose(xs, alpha_c))
+    assert len(at_c) == 2  # each branch's segment continued to alpha_c, joined there by the jump
+    ys = np.asarray(lines[0].get_ydata(), dtype=float)
+    assert ys[at_c[0]] != ys[at_c[1]]
+
+
 def test_save_figure_suffixes(tmp_path: Path) -> None:
     from matplotlib.figure import Figure
 
@@ -362,3 +381,21 @@ def test_cli_plot_other_kinds_real_theory(tmp_path: Path, capsys: pytest.Capture
                "--no-progress", "--out", str(tmp_path / kind)])
     assert rc == 0
     _check([Path(p) for p in capsys.readouterr().out.split()])
+
+
+def test_basins_figures_share_the_branch_style_and_keep_legends_off_the_cells(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 20: figure (f)'s legend covered the cell counts; the basins figures had their own copy of the colours
+    from attnphase.plots import basins as pb
+    from attnphase.plots.style import BRANCH_STYLE
+
+    assert pb.CLASS_STYLE["positional"]["color"] == BRANCH_STYLE["positional"]["color"]
+    assert pb.CLASS_STYLE["semantic"]["color"] == BRANCH_STYLE["semantic"]["color"]
+    saved = []
+    monkeypatch.setattr(pb.style, "save_figure", lambda fig, out: saved.append(fig) or [])
+    fr = pd.DataFrame([{"student": "tied", "init_scale": 1.0, "d": 50, "omega": w, "alpha": a, "n": 8,
+                        "n_semantic": 4, "semantic_fraction": 0.5, "semantic_se": 0.1}
+                       for w in (0.1, 0.3) for a in (0.5, 1.0, 1.5)])
+    pb.plot_basin_heatmap(fr, tmp_path / "f", lines={"alpha_c": ([0.1, 0.3], [1.0, 1.2])})
+    fig = saved[-1]
+    assert fig.axes[0].get_legend() is None and fig.legends  # the legend lives outside the axes

@@ -52,7 +52,7 @@ def test_grid_points_canonical_and_deduplicated():
 @pytest.mark.parametrize("kw, match", [
     (dict(alphas=(0.0,)), "alpha must be > 0"),
     (dict(omegas=(1.5,)), "omega"),
-    (dict(d=(0,)), "d must be >= 1"),
+    (dict(d=(1,)), "d must be >= 2"),  # simulate's rule, up front (issue 20)
     (dict(d=(8.5,)), "d must be an integer"),
     (dict(seeds=()), "at least one"),
     (dict(sigma=-1.0), "sigma"),

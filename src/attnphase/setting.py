@@ -30,6 +30,15 @@ POSITION_PRESETS = ("antipodal", "orthogonal", "simplex")
 STUDENTS = ("tied", "untied")
 # A = (1 - a) I + (a / L) 1 1^T with a = 0.8 gives the study's A at L = 2: the default family for L > 2.
 DEFAULT_MIX = 0.8
+# Rows of A must sum to 1 within this (e.g. A written to 6 digits); within it they are renormalised exactly.
+A_ROW_TOL = 1e-6
+# Largest sigma and lambda accepted: far beyond any study, well inside double precision (sigma^4 / lambda^2 appear).
+SIGMA_MAX = 1e3
+LAM_MAX = 1e6
+# Largest alpha accepted (alpha d samples; the equations' hats grow like alpha).
+ALPHA_MAX = 1e6
+# Largest Gram-matrix entry of the positional encodings accepted (the study's are 1).
+GRAM_MAX = 1e12
 
 
 def check_number(name: str, value: Any) -> float:
@@ -61,6 +70,8 @@ def check_alpha(alpha: Any) -> float:
     a = check_number("alpha", alpha)
     if a <= 0:
         raise InputError(f"alpha must be > 0, got {a:g}")
+    if a > ALPHA_MAX:
+        raise InputError(f"alpha must be at most {ALPHA_MAX:g}, got {a:g}")
     return a
 
 
@@ -117,6 +128,8 @@ def _as_matrix(name: str, value: Any) -> np.ndarray:
             raise InputError(f"{name} must be a square matrix with rows of equal length, got {value!r}") from None
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
         raise InputTypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise InputTypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     arr = np.array(arr, dtype=float)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise InputError(f"{name} must be a square matrix, got shape {arr.shape}")
@@ -166,9 +179,14 @@ class Setting:
         sigma = check_number("sigma", self.sigma)
         if sigma <= 0:
             raise InputError(f"sigma must be > 0, got {sigma:g}")
+        if sigma > SIGMA_MAX:
+            raise InputError(f"sigma must be at most {SIGMA_MAX:g} (sigma^4 enters the equations; the study's is 0.5), "
+                             f"got {sigma:g}")
         lam = check_number("lam", self.lam)
         if lam < 0:
             raise InputError(f"lambda must be >= 0, got {lam:g}")
+        if lam > LAM_MAX:
+            raise InputError(f"lambda must be at most {LAM_MAX:g} (the study's is 0.01), got {lam:g}")
         r = check_int("r", self.r, 1)
         r_star = check_int("r_star", self.r_star, 1)
         L = None if self.L is None else check_int("L", self.L, 2)
@@ -187,8 +205,16 @@ class Setting:
         L = arr.shape[0]
         if np.any(arr < 0):
             raise InputError("A must have non-negative entries")
-        if not np.allclose(arr.sum(axis=1), 1.0, atol=1e-9):
-            raise InputError(f"A must be row-stochastic (rows sum to 1), row sums are {arr.sum(axis=1).tolist()}")
+        sums = arr.sum(axis=1)
+        if np.max(np.abs(sums - 1.0)) > A_ROW_TOL:
+            raise InputError(f"A must be row-stochastic (rows sum to 1 within {A_ROW_TOL:g}), row sums are "
+                             f"{sums.tolist()}")
+        # The one tolerance, applied once, here: rows within A_ROW_TOL of 1 are renormalised, so that everything
+        # downstream (the proximal kernels check T's rows to 1e-8) sees an exactly row-stochastic matrix.
+        off = np.abs(sums - 1.0) > 1e-12
+        if np.any(off):
+            arr = arr.copy()
+            arr[off] = arr[off] / sums[off, None]
         pos = self.positions
         if pos is None:
             pos = "antipodal" if L == 2 else "simplex"
@@ -197,6 +223,10 @@ class Setting:
             pos = pos.strip().lower()
         else:
             G = _as_matrix("positions", pos)
+            big = float(np.abs(G).max())
+            if big > GRAM_MAX:
+                raise InputError(f"positions (Gram matrix) entries must be at most {GRAM_MAX:g} in size (the fields "
+                                 f"p_l . Q would overflow the softmax), got {big:g}")
             if G.shape[0] != L:
                 raise InputError(f"positions (Gram matrix) is {G.shape[0]} x {G.shape[0]} but L = {L}")
             if not np.allclose(G, G.T, atol=1e-10):

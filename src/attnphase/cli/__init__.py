@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
 import sqlite3
 import sys
 import traceback
@@ -27,7 +28,12 @@ NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "ex
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (exit code 2), like every other input error of the CLI."""
+    """Usage errors as one line (exit code 2), like every other input error of the CLI.  No abbreviations of
+    long options: `--opt` must never be read as `--optimizer`."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -35,7 +41,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def common_parent() -> argparse.ArgumentParser:
     """Options every subcommand accepts (the parent parser of each of them)."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parent.add_argument("--quiet", action="store_true",
                         help="no progress bars and no informational notes on stderr (errors and warnings stay)")
     return parent
@@ -88,6 +94,33 @@ def _prepare(args: argparse.Namespace) -> None:
         require_extra(extra, "this command")
 
 
+def _run_quietly(args: argparse.Namespace, prog: str) -> int:
+    """Run the command with numerical warnings (overflow, invalid values, ...) collected instead of printed as they
+    come: one summary line at the end, never a spray of RuntimeWarnings.  The statuses of the results say which
+    numbers are affected."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            return int(args.func(args) or 0)
+        finally:
+            numeric = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+            for w in caught:
+                if not issubclass(w.category, RuntimeWarning):
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            if numeric:
+                first = numeric[0]
+                where = f"{os.path.basename(first.filename)}:{first.lineno}"
+                print(f"{prog}: warning: {len(numeric)} numerical warning(s) during the computation (first: "
+                      f"{_one_line_text(first.message)} at {where}); see each result's status", file=sys.stderr)
+
+
+def _one_line_text(message: object) -> str:
+    text = str(message).strip()
+    return text.splitlines()[0] if text else "warning"
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     return text.splitlines()[0] if text else exc.__class__.__name__
@@ -96,7 +129,12 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # Reported by the subcommand's parser, so that the line points to its help, not the top-level one.
+            choices = parser._subparsers._group_actions[0].choices if parser._subparsers else {}  # noqa: SLF001
+            owner = choices.get(getattr(args, "command", None), parser)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return int(exc.code or 0)
     if not getattr(args, "func", None):
@@ -105,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = f"attnphase {args.command}"
     try:
         _prepare(args)
-        return int(args.func(args) or 0)
+        return _run_quietly(args, prog)
     except ModuleNotFoundError as exc:
         extra = extra_for_module(exc.name)
         if extra is None:

@@ -6,7 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from attnphase.cli.common import add_setting_args, parse_int_spec, parse_spec
+from attnphase.cli.common import (
+    add_output_args,
+    add_setting_args,
+    check_store_path,
+    emit,
+    grid_A,
+    parse_int_spec,
+    parse_spec,
+)
 from attnphase.cli.simulate import OPTIMIZERS, STUDENTS
 from attnphase.errors import InputError
 
@@ -44,13 +52,13 @@ def register(subparsers: Any) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     g.add_argument("--scheduler", default=None, metavar="ADDRESS", help="address of a Dask scheduler")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (--quiet also hides the summary)")
+    add_output_args(p)
     p.set_defaults(func=_basins)
 
 
 def _grids(args: argparse.Namespace) -> list:
     from attnphase.experiments.simulation.basins import basins_grids
-    from attnphase.setting import parse_matrix
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}")
@@ -70,21 +78,49 @@ def _grids(args: argparse.Namespace) -> list:
     if args.record_every:
         options["record_every"] = args.record_every
     seeds = parse_int_spec(args.seeds, "--seeds") if args.seeds is not None else None
+    ds = parse_int_spec(args.d, "--d")
+    bad = [d for d in ds if d < 2]
+    if bad:  # simulate's own rule, before the first start (every start used to fail at d = 1)
+        raise InputError(f"--d must be >= 2, got {bad[0]}")
     return basins_grids(
-        d=tuple(parse_int_spec(args.d, "--d")), alphas=tuple(parse_spec(args.alphas, "--alphas")),
+        d=tuple(ds), alphas=tuple(parse_spec(args.alphas, "--alphas")),
         omegas=tuple(parse_spec(args.omegas, "--omegas")), inits_per_point=args.inits_per_point,
         init_scales=tuple(parse_spec(args.init_scale, "--init-scale")), optimizer=args.optimizer,
         student=args.student, seeds=seeds, inits=tuple(s.strip() for s in args.inits.split(",") if s.strip()),
-        n_test=args.n_test, options=options, sigma=args.sigma, lam=args.lam, A=parse_matrix(args.A),
+        n_test=args.n_test, options=options, sigma=args.sigma, lam=args.lam, A=grid_A(args),
         device=args.device)
 
 
-def _basins(args: argparse.Namespace) -> int:
-    from attnphase.experiments.simulation.basins import check_grids_memory, run_basins
+FRACTION_COLUMNS = ["init_scale", "d", "omega", "alpha", "n", "positional_fraction", "semantic_fraction",
+                    "other_fraction", "n_converged"]
 
+
+def _basins(args: argparse.Namespace) -> int:
+    from attnphase.experiments.simulation.basins import basin_fractions, check_grids_memory, run_basins
+
+    check_store_path(args.store)  # a foreign or damaged store is refused before any start runs
     grids = _grids(args)
     check_grids_memory(grids, args.workers if args.scheduler is None else 1, args.student)
+    if args.scheduler is not None:
+        from attnphase.experiments.sweep import check_scheduler
+
+        check_scheduler(args.scheduler)
     summary = run_basins(args.store, grids, workers=args.workers if args.scheduler is None else 1,
                          scheduler=args.scheduler, progress=not args.no_progress, student=args.student)
-    print(f"attnphase basins: {summary.line()}", file=sys.stderr)
+    if not args.quiet or summary.failed:
+        print(f"attnphase basins: {summary.line()}", file=sys.stderr)
+    # The answer: the fraction of starts in each basin, per point of this run's grid.
+    from attnphase.experiments.store import load_results
+
+    fr = basin_fractions(load_results(args.store))
+    if len(fr):
+        keep = fr["alpha"].isin([float(a) for g in grids for a in g.alphas]) & fr["omega"].isin(
+            [float(w) for g in grids for w in g.omegas]) & fr["d"].isin([int(d) for g in grids for d in g.d])
+        if "student" in fr.columns:
+            keep &= fr["student"] == args.student
+        if "init_scale" in fr.columns:
+            scales = {float(g.options.get("init_scale", -1.0)) for g in grids}
+            keep &= fr["init_scale"].astype(float).isin(scales)
+        records = fr[keep].to_dict("records")
+        emit(records, args, FRACTION_COLUMNS if not (args.json or args.csv) else None)
     return 1 if summary.failed else 0

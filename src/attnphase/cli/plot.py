@@ -13,6 +13,7 @@ import numpy as np
 from attnphase.cli.common import (
     add_setting_args,
     check_input_file,
+    check_input_store,
     check_output_dir,
     check_output_file,
     parse_spec,
@@ -84,6 +85,13 @@ def _alphas(args: argparse.Namespace, default: str) -> list[float]:
     bad = [a for a in alphas if a <= 0]
     if bad:
         raise InputError(f"--alphas: alpha must be > 0, got {bad[0]:g}")
+    from attnphase.setting import check_alpha
+
+    for a in alphas:
+        try:
+            check_alpha(a)
+        except ValueError as exc:
+            raise InputError(f"--alphas: {exc}") from None
     return sorted(set(alphas))
 
 
@@ -108,10 +116,50 @@ def _curves(setting: Any, alphas: list[float], precision: str, progress: bool) -
     from attnphase.theory import solve_curve
 
     curves = {}
-    for branch in progress_bar(("positional", "semantic"), label="theory curves", unit="branch",
-                               enabled=progress):
-        curves[branch] = list(solve_curve(setting, alphas, branch, precision=precision))
+    bar = progress_bar(label="theory curves", total=2 * len(alphas), unit="point", enabled=progress)
+    for branch in ("positional", "semantic"):
+        curves[branch] = list(solve_curve(setting, alphas, branch, precision=precision,
+                                          on_point=lambda _fp: bar.update(1)))
+    bar.close()
     return curves
+
+
+# The transition `plot` computes when the store has none (theory.transition's defaults).
+_PLOT_TRANSITION_GRID = {"alpha_min": 0.05, "alpha_max": 2.0, "n_grid": 12, "xtol": 0.01}
+
+
+def _stored_theory(path: str, setting: Any, alphas: list[float] | None, precision: str) -> tuple[Any, Any, Any]:
+    """(alphas, curves, transition) from the theory table of a store written by `reproduce` (or None for each
+    missing part): `plot` draws them instead of recomputing.  Curves: both branches along the same continuation
+    path (the given --alphas, or the longest stored path); transition: the plot's own grid first, else any."""
+    from attnphase.experiments.store import ResultStore
+    from attnphase.reproduce.records import TransitionRecord, fixed_point_from_json
+
+    sd = setting.to_dict()
+    with ResultStore(path, create=False, readonly=True) as store:
+        paths = {}
+        for branch in ("positional", "semantic"):
+            for params, value in store.find_theory("fixed_point", sd, precision, branch):
+                path_ = tuple(params.get("continuation") or ())
+                if path_:
+                    paths.setdefault(path_, {}).setdefault(branch, {})[float(value["alpha"])] = value
+        want = tuple(sorted(alphas)) if alphas is not None else None
+        found = None
+        for path_, by_branch in sorted(paths.items(), key=lambda kv: -len(kv[0])):
+            if want is not None and (len(path_) != len(want)
+                                     or not np.allclose(sorted(path_), want, rtol=0, atol=1e-9)):
+                continue
+            if all(len(by_branch.get(b, {})) == len(path_) for b in ("positional", "semantic")):
+                found = path_
+                break
+        curves = None
+        if found is not None:
+            curves = {b: [fixed_point_from_json(paths[found][b][a]) for a in sorted(paths[found][b])]
+                      for b in ("positional", "semantic")}
+        rows = store.find_theory("transition", sd, precision)
+        rows.sort(key=lambda pv: pv[0] != _PLOT_TRANSITION_GRID)
+        tr = TransitionRecord.from_json(rows[0][1]) if rows else None
+    return (list(found) if found is not None else None), curves, tr
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -122,12 +170,16 @@ def _plot(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     kind = args.kind
     check_output_file(args.out, "--out", create_parents=True)
+    # The files written (FILE.png and FILE.pdf) are never an input of the command, nor an existing store.
+    for path in figure_paths(args.out):
+        check_output_file(str(path), "--out", create_parents=True,
+                          inputs=[("--store", args.store), ("--records", args.records)])
     if kind == "rank2":
         return _plot_rank2(args)
     if kind == "untied":
         return _plot_untied(args)
     if args.store is not None:
-        check_input_file(args.store, "--store", what="store")
+        check_input_store(args.store)
     if kind == "finite-size" and args.store is None:
         raise InputError("finite-size needs --store (simulations at several d)")
     if kind == "phase-diagram":
@@ -165,10 +217,24 @@ def _plot(args: argparse.Namespace) -> int:
         import attnphase.theory as theory
         from attnphase.theory.state_evolution.results import global_minimum_curve
 
-        curves = _curves(setting, alphas, args.precision, progress)
+        stored_alphas = curves = tr = None
+        if args.store is not None:
+            # A store written by `reproduce` holds the theory too: read it instead of recomputing (106 s).
+            stored_alphas, curves, tr = _stored_theory(args.store, setting, alphas if args.alphas is not None else None,
+                                                       args.precision)
+            if curves is not None:
+                alphas = stored_alphas
+            if not args.quiet:
+                found = [w for w, v in (("curves", curves), ("transition", tr)) if v is not None]
+                print(f"attnphase plot: theory from {args.store}: {', '.join(found) or 'none'} (precision "
+                      f"{args.precision}); {'nothing' if len(found) == 2 else 'the rest'} computed", file=sys.stderr)
+        if curves is None:
+            _check_cost(setting, 2 * len(alphas) + (0 if tr is not None else 40), args)
+            curves = _curves(setting, alphas, args.precision, progress)
         # alpha_c, alpha_l: the theory's values, exactly those `attnphase transition` prints for this setting
         # and precision (its defaults), never re-derived from the drawn curves.
-        tr = theory.transition(setting, precision=args.precision)
+        if tr is None:
+            tr = theory.transition(setting, precision=args.precision)
         lin = float(tr.test_error_linear)
         common = {"simulation": sim, "omega": setting.omega, "d": args.d, "alpha_c": tr.alpha_c,
                   "alpha_c_bracket": tr.alpha_c_bracket}
@@ -185,6 +251,21 @@ def _plot(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     return 0
+
+
+def figure_paths(out: str) -> list[Path]:
+    """The two files a figure is written to (plots.style.save_figure's rule): FILE.png and FILE.pdf."""
+    p = Path(out)
+    stem = p.with_suffix("") if p.suffix.lower() in (".png", ".pdf") else p
+    return [stem.parent / (stem.name + ".png"), stem.parent / (stem.name + ".pdf")]
+
+
+def _check_cost(setting: Any, n_points: int, args: argparse.Namespace) -> None:
+    from attnphase.theory.cost import check_theory_size
+
+    note = check_theory_size(setting, n_points, args.precision, 1)
+    if note and not args.quiet:
+        print(f"attnphase plot: note: {note}", file=sys.stderr)
 
 
 def _load_records(args: argparse.Namespace, script: str, keys: tuple[str, ...]) -> dict[str, Any]:

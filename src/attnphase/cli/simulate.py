@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from attnphase.cli.common import (
     add_output_args,
     add_setting_args,
     emit,
+    nonnegative_int,
     parse_int_spec,
     parse_spec,
+    positive_float,
+    positive_int,
     setting_from_args,
 )
 from attnphase.errors import InputError
@@ -28,13 +32,13 @@ STUDENTS = ("tied", "untied")
 
 
 def _add_training_args(p: argparse.ArgumentParser, optimizer_default: str) -> None:
-    p.add_argument("--d", type=int, required=True, help="dimension d (>= 2)")
+    p.add_argument("--d", type=positive_int, required=True, help="dimension d (>= 2)")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=optimizer_default,
                    help=f"gd (lr 0.15, 5000 steps), adam (lr 0.01, 2500 steps) or lbfgs "
                         f"(default {optimizer_default})")
-    p.add_argument("--n-test", type=int, default=10000, help="test-set size (default 10000)")
-    p.add_argument("--steps", type=int, default=None, help="optimiser steps (lbfgs: maximum iterations)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default: the optimiser's)")
+    p.add_argument("--n-test", type=positive_int, default=10000, help="test-set size (default 10000)")
+    p.add_argument("--steps", type=positive_int, default=None, help="optimiser steps (lbfgs: maximum iterations)")
+    p.add_argument("--lr", type=positive_float, default=None, help="learning rate (default: the optimiser's)")
     p.add_argument("--gtol", type=float, default=None,
                    help="convergence tolerance on the rms gradient ||grad R||/sqrt(d r)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
@@ -52,11 +56,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Train the attention layer on n = round(alpha d) samples "
                                           "(one run per seed) and report overlaps and errors.")
     _add_training_args(p, "gd")
-    p.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d")
+    p.add_argument("--alpha", type=positive_float, required=True, help="sample complexity alpha = n/d")
     add_setting_args(p)
     p.add_argument("--init", choices=INITS, default="positional", help="initialisation (default positional)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None, help="one seed (default 0)")
+    g.add_argument("--seed", type=nonnegative_int, default=None, help="one seed (default 0)")
     g.add_argument("--seeds", type=str, default=None, help="seeds: 3, 0,1,5 or 0:4")
     add_output_args(p)
     p.set_defaults(func=run_simulate)
@@ -99,8 +103,31 @@ def run_simulate(args: argparse.Namespace) -> int:
         res = simulate(setting, args.d, args.alpha, init=args.init, optimizer=args.optimizer, seed=seed,
                        n_test=args.n_test, dtype=args.dtype, device=args.device, **_options(args))
         records.append(res.to_dict())
+    if not args.json:
+        # Table and CSV: a matrix overlap (L > 2, r > 1, r* > 1) as the theory table's scalar summary, not a nested
+        # list (--json keeps the matrices).
+        records = [_scalar_row(r) for r in records]
     emit(records, args, columns=SIM_COLUMNS)
     return 0
+
+
+def _summary(name: str, value: Any) -> Any:
+    """The theory table's scalar summaries: tr(q)/r, the rms over tokens of |m_l|, the largest singular value of
+    theta.  Scalars pass through."""
+    import numpy as np
+
+    if not isinstance(value, list | tuple):
+        return value
+    a = np.atleast_2d(np.asarray(value, dtype=float))
+    if name == "q":
+        return float(np.trace(a) / a.shape[0])
+    if name == "m":
+        return float(np.sqrt(np.mean(np.sum(a * a, axis=1))))
+    return float(np.linalg.svd(a, compute_uv=False)[0])
+
+
+def _scalar_row(rec: dict[str, Any]) -> dict[str, Any]:
+    return {**rec, **{k: _summary(k, rec.get(k)) for k in ("q", "m", "theta") if k in rec}}
 
 
 def _mean_se(values: list[float]) -> tuple[float, float | None]:
@@ -122,6 +149,20 @@ def run_compare(args: argparse.Namespace) -> int:
     setting = setting_from_args(args, omega=_omega(args))
     alphas = parse_spec(args.alpha, "--alpha")
     seeds = parse_int_spec(args.seeds, "--seeds")
+    from attnphase.setting import check_alpha
+
+    for a in alphas:
+        try:
+            check_alpha(a)
+        except ValueError as exc:
+            raise InputError(f"--alpha: {exc}") from None
+    from attnphase.theory.cost import check_theory_size
+    from attnphase.theory.state_evolution.precision import get_precision
+
+    get_precision(args.precision)  # before the first simulation
+    note = check_theory_size(setting.replace(student=args.student), 2 * len(alphas), args.precision, 1)
+    if note and not args.quiet:
+        print(f"attnphase compare: note: {note}", file=sys.stderr)
     te_lin_theory = float(linear_baseline(setting).test_error_linear)
     from attnphase.progress import progress_bar
 

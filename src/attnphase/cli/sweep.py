@@ -10,8 +10,10 @@ from typing import Any
 from attnphase.cli.common import (
     CLIError,
     add_setting_args,
-    check_input_file,
+    check_input_store,
     check_output_file,
+    check_store_path,
+    grid_A,
     parse_int_spec,
     parse_spec,
     positive_int,
@@ -91,7 +93,6 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
 
 def _grid_from_args(args: argparse.Namespace):
     from attnphase.experiments.sweep import Grid
-    from attnphase.setting import parse_matrix
 
     ds = parse_int_spec(args.d, "--d")
     inits = [s.strip() for s in str(args.inits).split(",") if s.strip()]
@@ -107,7 +108,7 @@ def _grid_from_args(args: argparse.Namespace):
         n_test=args.n_test,
         sigma=args.sigma,
         lam=args.lam,
-        A=parse_matrix(args.A),
+        A=grid_A(args),
         options={**_parse_opts(args.opt), **({"student": args.student} if args.student != "tied" else {})},
         device=args.device,
     )
@@ -150,14 +151,15 @@ def check_simulation_grid(grid, workers: int = 1, student: str = "tied") -> None
 def _sweep(args: argparse.Namespace) -> int:
     from attnphase.experiments.sweep import load_task, run_sweep
 
-    check_output_file(args.store, "--store")
+    check_store_path(args.store)  # a foreign or damaged file is refused before any point runs
     grid = _grid_from_args(args)
     task = load_task(args.task) if args.task else None
     if task is None:
         check_simulation_grid(grid, workers=args.workers if args.scheduler is None else 1, student=args.student)
-    from attnphase.experiments.store import check_store_file
+    if args.scheduler is not None:
+        from attnphase.experiments.sweep import check_scheduler
 
-    check_store_file(args.store)  # a foreign or damaged file is refused before any point runs
+        check_scheduler(args.scheduler)
     summary = run_sweep(args.store, grid, workers=args.workers, scheduler=args.scheduler, task=task,
                         progress=not args.no_progress)
     if not args.quiet or summary.failed:
@@ -169,8 +171,9 @@ def _sweep(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from attnphase.experiments.store import aggregate, load_results
 
-    check_input_file(args.store, "--store", what="store")
-    check_output_file(args.csv, "--csv")
+    check_input_store(args.store)
+    # Never the store itself (or a link to it), never another store: `--csv ok.sqlite` used to replace the store.
+    check_output_file(args.csv, "--csv", inputs=[("--store", args.store)])
     df = load_results(args.store)
     if args.aggregate:
         df = aggregate(df)

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
+from attnphase.cli.common import (
+    add_output_args,
+    add_setting_args,
+    emit,
+    nonnegative_int,
+    parse_spec,
+    positive_int,
+    setting_from_args,
+)
 from attnphase.cli.simulate import STUDENTS
 from attnphase.errors import InputError
 
@@ -34,15 +42,91 @@ def _flat_row(d: dict) -> dict:
 
 
 def _curve(task: tuple) -> list:
-    """One branch's curve (module level: picklable for the process pool)."""
+    """One branch's curve (module level: picklable for the process pool); `ticks`, a queue, gets one item per
+    solved point (the parent's per-point progress)."""
     from attnphase import theory
 
-    setting, alphas, branch, precision, seed, multistart = task
-    return theory.solve_curve(setting, alphas, branch, precision, seed=seed, multistart=multistart)
+    setting, alphas, branch, precision, seed, multistart, ticks = task
+    on_point = (lambda _fp: ticks.put(1)) if ticks is not None else None
+    return theory.solve_curve(setting, alphas, branch, precision, seed=seed, multistart=multistart,
+                              on_point=on_point)
+
+
+BRANCH_CHOICES = ("positional", "semantic", "agnostic", "free", "global", "all")
+
+
+def parse_branches(text: str) -> tuple[list[str], bool]:
+    """--branch: one name or a comma list (e.g. positional,semantic); 'all' is the three branches, 'global' their
+    lower train_loss (alone).  Returns the branches to solve and whether to keep the global minimum only."""
+    from attnphase.theory import BRANCHES
+
+    names = [b.strip() for b in str(text).split(",") if b.strip()]
+    if not names:
+        raise InputError("--branch: empty list")
+    bad = [b for b in names if b not in BRANCH_CHOICES]
+    if bad:
+        raise InputError(f"--branch: unknown branch {bad[0]!r} (choose from {', '.join(BRANCH_CHOICES)}, or a comma "
+                         "list of them)")
+    if "global" in names and len(names) > 1:
+        raise InputError("--branch global is the lower of all branches: give it alone")
+    if names == ["global"]:
+        return list(BRANCHES), True
+    out: list[str] = []
+    for b in names:
+        for x in (BRANCHES if b == "all" else (b,)):
+            if x not in out:
+                out.append(x)
+    return out, False
+
+
+def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
+    """Every curve, with a progress bar that counts fixed points (not whole curves)."""
+    from attnphase.progress import progress_bar
+
+    total = sum(len(t[1]) for t in tasks)
+    bar = progress_bar(label="theory (fixed points)", total=total, unit="point", enabled=progress)
+    try:
+        if workers == 1 or len(tasks) == 1:
+            class _Tick:
+                @staticmethod
+                def put(_item: object) -> None:
+                    bar.update(1)
+
+            out, done = [], 0
+            for t in tasks:
+                out.append(_curve((*t, _Tick)))
+                done += len(t[1])
+                if bar.n < done:  # a curve that reported fewer points than it solved
+                    bar.update(done - bar.n)
+            return out
+        import multiprocessing
+        import queue
+
+        from attnphase.parallel import pool
+
+        with multiprocessing.get_context("spawn").Manager() as manager:
+            ticks = manager.Queue()
+            with pool(min(workers, len(tasks))) as ex:
+                futures = [ex.submit(_curve, (*t, ticks)) for t in tasks]
+                while True:
+                    try:
+                        ticks.get(timeout=0.25)
+                        bar.update(1)
+                    except queue.Empty:
+                        if all(f.done() for f in futures):
+                            break
+                results = [f.result() for f in futures]
+            if bar.n < total:
+                bar.update(total - bar.n)
+            return results
+    finally:
+        bar.close()
 
 
 def _theory(args: argparse.Namespace) -> int:
-    from attnphase.theory import BRANCHES, global_minimum
+    from attnphase.parallel import check_workers
+    from attnphase.theory import global_minimum
+    from attnphase.theory.cost import check_theory_size
     from attnphase.theory.state_evolution.curves import curve_pieces
     from attnphase.theory.state_evolution.precision import get_precision
     from attnphase.theory.state_evolution.results import check_theory_setting
@@ -50,28 +134,33 @@ def _theory(args: argparse.Namespace) -> int:
     get_precision(args.precision)
     alphas = parse_spec(args.alpha, "--alpha")
     omegas = parse_spec(args.omega, "--omega")
+    from attnphase.setting import check_alpha
+
     for a in alphas:
-        if not a > 0:
-            raise InputError(f"--alpha: values must be > 0, got {a:g}")
+        try:
+            check_alpha(a)  # the solver's own rule (> 0, at most ALPHA_MAX), before any process starts
+        except ValueError as exc:
+            raise InputError(f"--alpha: {exc}") from None
+    branches, global_only = parse_branches(args.branch)
     settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
                 for w in omegas]  # all checked before work
-    table = not (args.json or args.csv)
-    branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
-    from attnphase.parallel import check_workers, map_tasks
-
     check_workers(args.workers)
+    # Memory refused and long runs announced before the first fixed point (one line each).
+    note = check_theory_size(settings[0], len(alphas) * len(omegas) * len(branches), args.precision, args.workers)
+    if note and not args.quiet:
+        print(f"attnphase theory: note: {note}", file=sys.stderr)
+    table = not (args.json or args.csv)
     # One continuation per (omega, branch, piece of the alpha grid: theory.curve_pieces), one process each (the
     # package's pool).
     pieces = {b: curve_pieces(alphas, b) for b in branches}
     tasks = [(setting, piece, b, args.precision, args.seed, args.multistart) for setting in settings for b in branches
              for piece in pieces[b]]
-    done = iter(map_tasks(_curve, tasks, workers=args.workers, progress=not args.no_progress,
-                          desc="theory (fixed points)", unit="curve"))
+    done = iter(_run_curves(tasks, args.workers, progress=not args.no_progress))
     records = []
     for _ in settings:
         curves = {b: [fp for _ in pieces[b] for fp in next(done)] for b in branches}
         for i in range(len(alphas)):
-            if args.branch == "global":
+            if global_only:
                 pts = {b: curves[b][i] for b in branches}
                 try:
                     fp = global_minimum(pts)
@@ -114,16 +203,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "study's q, |m|, |theta|, V); --json gives the matrices.")
     add_setting_args(p)
     p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
-    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "free", "global", "all"],
-                   help="which fixed point(s); global: the branch with the lower train_loss; free: m and theta both "
-                        "free (the mixed minimum of a rank-2 student; best with --multistart) (default all: "
-                        "positional, semantic, agnostic)")
+    p.add_argument("--branch", default="all",
+                   help="which fixed point(s): one of positional, semantic, agnostic, free, global, all, or a comma "
+                        "list (e.g. positional,semantic); global: the branch with the lower train_loss; free: m and "
+                        "theta both free (the mixed minimum of a rank-2 student; best with --multistart) (default "
+                        "all: positional, semantic, agnostic)")
     p.add_argument("--multistart", action="store_true",
                    help="also solve from the extra starts where the default start is known to miss a fixed point "
                         "(positional for r* > 1 or L > 2, free for r = 2) and keep the lowest train_loss")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
-    p.add_argument("--workers", type=int, default=2,
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol scramblings")
+    p.add_argument("--workers", type=positive_int, default=2,
                    help="processes over the curves (one per omega and branch; default 2, 1: in-process)")
     p.add_argument("--student", default="tied", choices=STUDENTS,
                    help="tied Q = K (default) or untied Q, K: the equations at field rank 2r with the bilinear scores; "

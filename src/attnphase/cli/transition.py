@@ -6,10 +6,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from attnphase.cli.common import add_output_args, add_setting_args, emit, parse_spec, setting_from_args
+from attnphase.cli.common import (
+    add_output_args,
+    add_setting_args,
+    check_input_store,
+    check_not_input,
+    check_output_dir,
+    emit,
+    parse_spec,
+    positive_float,
+    positive_int,
+    setting_from_args,
+)
 from attnphase.errors import InputError
 from attnphase.setting import STUDENTS
 
+MAX_N_GRID = 200  # alpha grid points per omega before refinement (each is a pair of fixed points)
+OUTPUT_FILES = ("phase_diagram.csv", "phase_diagram.png", "phase_diagram.pdf")  # what phase-diagram writes in --out
 COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_l", "alpha_l_lo", "alpha_l_hi",
            "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo", "alpha_sem_appears_hi",
            "alpha_sem_appears_kind", "alpha_pos_vanishes", "alpha_pos_vanishes_kind", "note"]
@@ -22,11 +35,19 @@ def _check(args: argparse.Namespace, omegas: list[float]):
 
     check_transition_args(args.alpha_min, args.alpha_max, args.n_grid, args.precision, args.xtol, 0)
     check_workers(args.workers)
+    if args.n_grid > MAX_N_GRID:
+        raise InputError(f"--n-grid must be at most {MAX_N_GRID}, got {args.n_grid}")
     if not omegas:
         raise InputError("no omega given")
     base = setting_from_args(args, omega=omegas[0]).replace(student=args.student)
     for w in omegas:
         base.replace(omega=w)
+    from attnphase.theory.cost import check_theory_size
+
+    # Each omega: both branches on the grid plus the refinement's solves (about 2 n_grid + 20 fixed points).
+    note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers)
+    if note and not args.quiet:
+        print(f"attnphase {args.command}: note: {note}", file=sys.stderr)
     # Any setting: beyond L = 2, r = r* = 1, antipodal, tied, the branch ends come from the solver.
     return base
 
@@ -52,9 +73,18 @@ def _phase_diagram(args: argparse.Namespace) -> int:
 
     omegas = parse_spec(args.omegas, "--omegas")
     _check(args, omegas)
-    if args.store and not Path(args.store).exists():
-        raise InputError(f"store not found: {args.store}")
+    # Every path before any work: the store must be one of ours (it used to be read only after the transition
+    # was computed), the output directory creatable, and none of the files written into it the store.
+    if args.store:
+        check_input_store(args.store)
+    check_output_dir(args.out, "--out")
     out = Path(args.out)
+    for name in OUTPUT_FILES:
+        check_not_input(out / name, "--out", [("--store", args.store)])
+    if args.store:
+        from attnphase.experiments.store import load_results
+
+        load_results(args.store)  # readable as a store (schema, tables) before the work, not after
     out.mkdir(parents=True, exist_ok=True)
     results = _run(args, omegas)
     df = pd.DataFrame([r.to_dict() for r in results])
@@ -78,13 +108,15 @@ def _phase_diagram(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) -> None:
-    p.add_argument("--alpha-max", type=float, default=2.0, help="upper end of the alpha range (default 2)")
-    p.add_argument("--alpha-min", type=float, default=0.05, help="lower end of the alpha range (default 0.05)")
-    p.add_argument("--n-grid", type=int, default=n_grid, help=f"alpha grid points before root refinement ({n_grid})")
+    p.add_argument("--alpha-max", type=positive_float, default=2.0, help="upper end of the alpha range (default 2)")
+    p.add_argument("--alpha-min", type=positive_float, default=0.05,
+                   help="lower end of the alpha range (default 0.05)")
+    p.add_argument("--n-grid", type=positive_int, default=n_grid,
+                   help=f"alpha grid points before root refinement, 3 to {MAX_N_GRID} ({n_grid})")
     p.add_argument("--xtol", type=float, default=xtol, help=f"bracket half-width of the critical values ({xtol})")
     p.add_argument("--precision", default="fast", choices=["fast", "default", "high"],
                    help="integration points and scramblings (fast)")
-    p.add_argument("--workers", type=int, default=2, help="parallel processes over omega")
+    p.add_argument("--workers", type=positive_int, default=2, help="parallel processes over omega")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
     p.add_argument("--student", default="tied", choices=STUDENTS,
                    help="tied Q = K (default) or untied Q, K (branch ends from the solver; docs/untied.md)")

@@ -406,6 +406,19 @@ class ResultStore:
             "AND precision = ? AND seed = ? AND params = ?", key.row())
         return json.loads(rows[0][0]) if rows else None
 
+    def find_theory(self, kind: str, setting: Mapping[str, Any], precision: str, branch: str | None = None
+                    ) -> list[tuple[dict[str, Any], Any]]:
+        """Every stored (params, value) of one kind of result for a setting and precision (any alpha, any
+        parameters; `branch` narrows it): how a reader finds results whose grid it does not know beforehand."""
+        if not self._has_theory_table():
+            return []
+        sql = "SELECT params, value FROM theory WHERE kind = ? AND setting = ? AND precision = ?"
+        args: tuple[Any, ...] = (str(kind), canon_options(dict(setting)), str(precision))
+        if branch is not None:
+            sql += " AND branch = ?"
+            args += (str(branch),)
+        return [(json.loads(p), json.loads(v)) for p, v in self._read(sql + " ORDER BY id", args)]
+
     def theory_count(self) -> int:
         return int(self._read("SELECT COUNT(*) FROM theory")[0][0]) if self._has_theory_table() else 0
 

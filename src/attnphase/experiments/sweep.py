@@ -101,8 +101,8 @@ class Grid:
 
     def __post_init__(self) -> None:
         ds = _dedupe(_int(v, "d") for v in _as_tuple(self.d, "d"))
-        if any(v < 1 for v in ds):
-            raise InputError(f"d must be >= 1, got {list(ds)}")
+        if any(v < 2 for v in ds):  # simulate's own rule (sampling.check_size), checked before the first point
+            raise InputError(f"d must be >= 2, got {list(ds)}")
         alphas = _dedupe(canon_float(v, "alpha") for v in _as_tuple(self.alphas, "alphas"))
         if any(a <= 0 for a in alphas):
             raise InputError(f"alpha must be > 0, got {list(alphas)}")
@@ -129,6 +129,9 @@ class Grid:
             ("options", dict(self.options)),
         ):
             object.__setattr__(self, name, value)
+        if len(self) > MAX_GRID_POINTS:
+            raise InputError(f"the grid has {len(self):,} points (d x alphas x omegas x inits x seeds), more than "
+                             f"the {MAX_GRID_POINTS:,} one store is meant to hold; split it into several sweeps")
 
     def __len__(self) -> int:
         return len(self.d) * len(self.alphas) * len(self.omegas) * len(self.inits) * len(self.seeds)
@@ -147,6 +150,37 @@ class Grid:
                                 optimizer=self.optimizer, n_test=self.n_test, sigma=self.sigma,
                                 lam=self.lam, A=self.A, options=opts, device=self.device,
                             )
+
+
+# A bound on one grid (points of one sweep or one basins study): far above any study (the full one has ~10^4),
+# far below what a typo like --seeds 0:1000000000 would materialise.
+MAX_GRID_POINTS = 1_000_000
+
+
+def check_scheduler(address: str, timeout: float = 3.0) -> None:
+    """Refuse, within `timeout` seconds, a Dask scheduler address nothing answers at (instead of the 30 s
+    connection timeout of dask.distributed, spent in silence).  Only tcp:// (or scheme-less host:port) addresses
+    are probed; others are left to Dask."""
+    import socket
+    from urllib.parse import urlsplit
+
+    text = str(address).strip()
+    if not text:
+        raise InputError("--scheduler: empty address")
+    parts = urlsplit(text if "://" in text else f"tcp://{text}")
+    if parts.scheme not in ("tcp", "tls"):
+        return
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise InputError(f"--scheduler: cannot read a port in {address!r}") from None
+    if not host or port is None:
+        raise InputError(f"--scheduler: expected an address like tcp://host:8786, got {address!r}")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise InputError(f"--scheduler: nothing answers at {address!r} within {timeout:g} s ({exc})") from None
 
 
 @dataclass
@@ -256,6 +290,8 @@ def _results_dask(task: Task, points: list[GridPoint], address: str) -> Iterator
         raise InputError(
             "--scheduler needs dask.distributed; install it with: pip install 'attnphase[dask]'"
         ) from None
+    check_scheduler(address)
+    print(f"sweep: connecting to the Dask scheduler at {address} (up to 30 s)", file=sys.stderr)
     try:
         client = Client(address, timeout=30)
     except (OSError, TimeoutError) as exc:
@@ -285,6 +321,7 @@ def run_sweep(
     scheduler: str | None = None,
     task: Task | None = None,
     progress: bool = True,
+    label: str = "sweep (simulations)",
 ) -> SweepSummary:
     """Run every grid point not yet in the store; each result is committed as soon as it arrives.
 
@@ -307,7 +344,7 @@ def run_sweep(
         todo = [p for p in all_points if p.key() not in done]
         summary = SweepSummary(total=len(all_points), skipped=len(all_points) - len(todo), ran=0, failed=0)
         # no delay: the bar's first line says how many points the store already holds
-        bar = progress_bar(label="sweep (simulations)", total=summary.total, initial=summary.skipped, unit="pt",
+        bar = progress_bar(label=label, total=summary.total, initial=summary.skipped, unit="pt",
                            enabled=progress, delay=0.0)
         try:
             if not todo:

@@ -24,15 +24,16 @@ from attnphase.plots.style import ALPHA_LABEL
 
 __all__ = ["plot_basin_heatmap", "plot_fraction_vs_alpha", "plot_trajectories"]
 
+# The branches' colours, line styles and markers of every attnphase figure (plots.style.BRANCH_STYLE); "other"
+# end points take the agnostic branch's grey.
 CLASS_STYLE: dict[str, dict[str, Any]] = {
-    "positional": {"color": "#1f5fa8", "linestyle": "--", "marker": "o"},
-    "semantic": {"color": "#c0392b", "linestyle": "-.", "marker": "s"},
-    "other": {"color": "#7f7f7f", "linestyle": ":", "marker": "^"},
+    c: {k: v for k, v in style.BRANCH_STYLE[b].items() if k in ("color", "linestyle", "marker")}
+    for c, b in (("positional", "positional"), ("semantic", "semantic"), ("other", "agnostic"))
 }
 LINE_STYLE: dict[str, dict[str, Any]] = {
-    "alpha_c": {"color": "black", "linestyle": "-", "linewidth": 1.6},
-    "semantic spinodal": {"color": "#c0392b", "linestyle": "--", "linewidth": 1.2},
-    "positional spinodal": {"color": "#1f5fa8", "linestyle": ":", "linewidth": 1.4},
+    "alpha_c": {**style.ALPHA_C_STYLE, "linewidth": 1.6},
+    "semantic spinodal": {"color": style.BRANCH_STYLE["semantic"]["color"], "linestyle": "--", "linewidth": 1.2},
+    "positional spinodal": {"color": style.BRANCH_STYLE["positional"]["color"], "linestyle": ":", "linewidth": 1.4},
 }
 Lines = Mapping[str, tuple[Sequence[float], Sequence[float]]]
 
@@ -45,6 +46,7 @@ def _select(fr: pd.DataFrame, **eq: Any) -> pd.DataFrame:
     return fr
 
 
+@style.with_style
 def plot_basin_heatmap(fractions: pd.DataFrame, out: str | Path, d: int | None = None, student: str = "tied",
                        init_scale: float | None = None, lines: Lines | None = None,
                        title: str | None = None) -> list[Path]:
@@ -88,10 +90,11 @@ def plot_basin_heatmap(fractions: pd.DataFrame, out: str | Path, d: int | None =
     scale = "" if init_scale is None else f", init scale {init_scale:g}"
     ax.set_title(title or f"basins from random starts: d = {d}, {student} student{scale}", fontsize=10)
     if lines:
-        ax.legend(fontsize=7, loc="upper left")
+        style.legend_below(fig, ax, ncols=3)  # under the axes: inside, it covered the cells' counts
     return style.save_figure(fig, out)
 
 
+@style.with_style
 def plot_fraction_vs_alpha(fractions: pd.DataFrame, out: str | Path, omega: float, student: str = "tied",
                            init_scale: float | None = None, alpha_c: float | None = None,
                            spinodals: Mapping[str, float | None] | None = None) -> list[Path]:
@@ -117,10 +120,11 @@ def plot_fraction_vs_alpha(fractions: pd.DataFrame, out: str | Path, omega: floa
     ax.set_ylabel("fraction ending semantic")
     scale = "" if init_scale is None else f", init scale {init_scale:g}"
     ax.set_title(rf"$\omega$ = {omega:g}, {student} student{scale}", fontsize=10)
-    ax.legend(fontsize=7)
+    style.legend_below(fig, ax, ncols=2)
     return style.save_figure(fig, out)
 
 
+@style.with_style
 def plot_trajectories(trajectories: Sequence[Mapping[str, Any]], out: str | Path,
                       fixed_points: Mapping[str, Mapping[str, float]] | None = None,
                       title: str | None = None) -> list[Path]:
@@ -156,7 +160,7 @@ def plot_trajectories(trajectories: Sequence[Mapping[str, Any]], out: str | Path
         ax.set_xlabel("gradient evaluations + 1")
         ax.set_ylabel(name)
     axes[2].set_yscale("log")
-    axes[0].legend(fontsize=7)
+    style.legend_below(fig, axes[0], ncols=4)
     if title:
         fig.suptitle(title, fontsize=10)
     return style.save_figure(fig, out)

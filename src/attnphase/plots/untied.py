@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from attnphase.errors import InputError
 from attnphase.plots import style
-from attnphase.plots.style import finite
+from attnphase.plots.style import BRANCH_STYLE, finite
 
 __all__ = ["QUANTITIES", "dodge", "plot_untied", "simulation_series", "theory_series"]
 
@@ -32,7 +32,8 @@ STUDENTS = ("tied", "untied")
 BRANCHES = ("positional", "semantic")
 INITS = ("positional", "semantic", "random")
 _LABEL = {"test_error": "test error", "m": r"$m$ (positional overlap)", "theta": r"$\theta$ (semantic overlap)"}
-_COLOR = {"positional": "#1f5fa8", "semantic": "#c0392b", "random": "0.35"}
+_COLOR = {"positional": BRANCH_STYLE["positional"]["color"], "semantic": BRANCH_STYLE["semantic"]["color"],
+          "random": "0.35"}  # the branch colours of every attnphase figure
 _MARKER = {"tied": "o", "untied": "s"}
 _LINESTYLE = {"tied": "-", "untied": "--"}
 _DODGE = 0.018  # alpha units between neighbouring simulation series

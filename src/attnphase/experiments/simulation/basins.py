@@ -186,6 +186,19 @@ def basins_grids(d: Any, alphas: Any, omegas: Any, inits_per_point: int = 16, in
     check_student(student)
     if isinstance(inits_per_point, bool) or not isinstance(inits_per_point, int) or inits_per_point < 1:
         raise InputError(f"inits-per-point must be a positive integer, got {inits_per_point!r}")
+    from attnphase.experiments.sweep import MAX_GRID_POINTS
+
+    # The size first, before a single seed is materialised (10^9 starts once grew to 23 GB before failing).
+    n_d = len(d) if isinstance(d, tuple | list) else 1
+    n_a = len(alphas) if isinstance(alphas, tuple | list) else 1
+    n_w = len(omegas) if isinstance(omegas, tuple | list) else 1
+    n_s = len(init_scales) if isinstance(init_scales, tuple | list) else 1
+    n_i = len(inits) if isinstance(inits, tuple | list) else 1
+    starts = inits_per_point * n_d * n_a * n_w * n_s * n_i
+    if starts > MAX_GRID_POINTS:
+        raise InputError(f"{starts:,} starts (inits-per-point {inits_per_point:,} x {n_d} d x {n_a} alphas x {n_w} "
+                         f"omegas x {n_s} scales x {n_i} inits): more than the {MAX_GRID_POINTS:,} one study is "
+                         "meant to hold")
     if seeds is None:
         seeds = tuple(range(inits_per_point))
     else:
@@ -247,7 +260,8 @@ def run_basins(store_path: str, grids: list, workers: int = 1, scheduler: str | 
     total = BasinsSummary()
     for g in grids:
         s = run_sweep(store_path, g, workers=workers, scheduler=scheduler, task=task or basins_task,
-                      progress=progress)
+                      progress=progress, label=f"basins (random starts, scale {g.options.get('init_scale', '?')})"
+                      if len(grids) > 1 else "basins (random starts)")
         total.total += s.total
         total.skipped += s.skipped
         total.ran += s.ran

@@ -96,6 +96,9 @@ class _Tracer:
         self.count += 1
 
 
+MAX_STEPS = 10_000_000  # optimiser steps of one run: hours at d = 1000, far above any study's need
+
+
 def optimizer_options(optimizer: str, options: dict[str, Any]) -> dict[str, Any]:
     """Defaults merged with the user's options; unknown names or bad values raise ValueError."""
     if optimizer not in OPTIMIZERS:
@@ -109,6 +112,8 @@ def optimizer_options(optimizer: str, options: dict[str, Any]) -> dict[str, Any]
         opts[k] = v
     if isinstance(opts["steps"], bool) or not isinstance(opts["steps"], int) or opts["steps"] < 1:
         raise InputError(f"steps must be a positive integer, got {opts['steps']!r}")
+    if opts["steps"] > MAX_STEPS:  # 10^12 steps used to run in silence for days
+        raise InputError(f"steps must be at most {MAX_STEPS:,} (the study uses 5000), got {opts['steps']:,}")
     for k in ("lr", "gtol"):
         try:
             x = float(opts[k])

@@ -12,7 +12,7 @@ import numpy as np
 
 from attnphase.setting import Setting
 from attnphase.theory.model.attention import attention_loss, softmax_rows, target_attention
-from attnphase.theory.model.channel import fields, points_dim
+from attnphase.theory.model.channel import Inadmissible, fields, points_dim
 from attnphase.theory.model.loss import attention_loss as attention_loss_2d
 from attnphase.theory.model.loss import target_diagonal
 from attnphase.theory.model.overlaps import Overlaps
@@ -25,12 +25,19 @@ QMC_LOG2, QMC_REPLICAS = 14, 4
 def _te_2d(n: int, setting: Setting, o: Overlaps) -> float:
     z, w = gauss_hermite_grid(n, 4)
     q, theta = float(o.q[0, 0]), float(o.theta[0, 0])
-    sq = np.sqrt(q)
-    c = np.sqrt(max(setting.rho - theta * theta / q, 0.0))
+    if q > 0 and np.isfinite(q):
+        sq = np.sqrt(q)
+        c = np.sqrt(max(setting.rho - theta * theta / q, 0.0))
+        a = theta / sq
+    else:
+        # A collapsed student (q underflows to 0, e.g. sigma = 1e-4): its fields are their means m_l, and
+        # |theta| <= sqrt(q rho) is 0 with q, so the teacher's fields are sqrt(rho) eta_l.  The limit, not a
+        # division by zero.
+        sq, a, c = 0.0, 0.0, np.sqrt(setting.rho)
     h1 = sq * z[0] + o.m[0, 0]
     h2 = sq * z[1] + o.m[1, 0]
-    hs1 = (theta / sq) * z[0] + c * z[2]
-    hs2 = (theta / sq) * z[1] + c * z[3]
+    hs1 = a * z[0] + c * z[2]
+    hs2 = a * z[1] + c * z[3]
     t1, t2 = target_diagonal(hs1, hs2, setting.omega, setting.A_array)
     # numpy's pairwise sum, not BLAS's dot: the same bits whatever the thread count (--workers 1 runs with BLAS
     # threads, the workers with one), measured to differ in the 16th digit otherwise.
@@ -39,7 +46,12 @@ def _te_2d(n: int, setting: Setting, o: Overlaps) -> float:
 
 def _te_qmc(setting: Setting, o: Overlaps, rep: int) -> float:
     z = gaussian_sobol(QMC_LOG2, points_dim(setting), 7919 + rep)
-    w, hstar, _ = fields(setting, o, z)
+    try:
+        w, hstar, _ = fields(setting, o, z)
+    except Inadmissible:
+        # q (or rho - theta^T q^-1 theta) is not positive definite at these overlaps (a collapsed or degenerate
+        # point): no number rather than a crash; the fixed point's status says why.
+        return float("nan")
     T = target_attention(hstar, setting.omega, setting.A_array)
     if setting.untied:
         half = w.shape[2] // 2

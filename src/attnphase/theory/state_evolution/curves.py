@@ -4,7 +4,8 @@ in parallel processes)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,8 @@ from attnphase.theory.state_evolution.solve import solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
-                seed: int = 0, *, kernel: str = "auto", multistart: bool = False) -> list[FixedPoint]:
+                seed: int = 0, *, kernel: str = "auto", multistart: bool = False,
+                on_point: Callable[[FixedPoint], Any] | None = None) -> list[FixedPoint]:
     """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
     if that one is valid, else from the default start.
 
@@ -24,7 +26,8 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
     alpha's FixedPoint (with its status); it never stops the curve.  A point that fails from its neighbour's
     solution is solved again from the default start, unless its first scrambling converged from there.
-    multistart: every solve without a neighbour (the first alpha, retries) tries solve's extra starts too."""
+    multistart: every solve without a neighbour (the first alpha, retries) tries solve's extra starts too.
+    on_point: called with each fixed point as soon as it is solved (progress per point)."""
     check_branch(branch, BRANCHES + ("free",))
     alphas = sorted(check_alpha(a) for a in alphas)
     out: list[FixedPoint] = []
@@ -42,6 +45,8 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             if retry.valid:
                 fp = retry
         out.append(fp)
+        if on_point is not None:
+            on_point(fp)
         prev = fp
     return out[::-1] if branch == "semantic" else out
 
