@@ -18,8 +18,9 @@ import traceback
 from attnphase.cli.common import check_common_options, extra_for_module, require_extra
 from attnphase.errors import InputError, InputTypeError
 
-# Each module defines register(subparsers); a subcommand's handler is stored as `func`.
-_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins", "bayes")
+# One module per command, each defining register(subparsers); a subcommand's handler is stored as `func`.
+_COMMAND_MODULES = ("theory", "baseline", "simulate", "compare", "sweep", "export", "transition", "phase_diagram",
+                    "plot", "reproduce", "basins", "bayes", "amp")
 
 # Subcommands that run finite-d simulations need PyTorch: the 'experiments' extra.  Checked before any work,
 # so that a light install (theory only) answers in one line instead of a traceback.

@@ -1,4 +1,4 @@
-"""`attnphase bayes` (the Bayes-optimal state evolution and its thresholds) and `attnphase amp` (GAMP at finite d).
+"""`attnphase bayes`: the Bayes-optimal state evolution and its thresholds; options shared with `attnphase amp`.
 
 Both check every option before any work (one line, exit code 2): omega in [0, 1], alpha > 0, L >= 2, r* = 1,
 delta >= 0, and for amp the memory a run needs (GAMP holds the n L d training tokens twice and the test tokens).
@@ -15,7 +15,6 @@ from attnphase.cli.common import (
     add_output_args,
     emit,
     nonnegative_float,
-    nonnegative_int,
     parse_spec,
     positive_int,
 )
@@ -27,7 +26,7 @@ AMP_COLUMNS = ["d", "n", "alpha", "omega", "L", "seed", "init", "overlap", "self
                "test_error_linear", "iterations", "status", "converged", "seconds"]
 
 
-def _unit_interval(text: str) -> float:
+def unit_interval(text: str) -> float:
     from attnphase.cli.common import _number
 
     v = float(_number(text, float))
@@ -36,8 +35,8 @@ def _unit_interval(text: str) -> float:
     return v
 
 
-def _open_unit(text: str) -> float:
-    v = _unit_interval(text)
+def open_unit(text: str) -> float:
+    v = unit_interval(text)
     if not 0.0 < v < 1.0:
         raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
     return v
@@ -50,7 +49,7 @@ def _block(text: str) -> int:
     return v
 
 
-def _setting(args: argparse.Namespace, omega: float):
+def bayes_setting(args: argparse.Namespace, omega: float):
     from attnphase.cli.common import DEFAULT_A_TEXT
     from attnphase.setting import Setting
 
@@ -66,7 +65,7 @@ def _bayes(args: argparse.Namespace) -> int:
     for w in omegas:
         if not 0.0 <= w <= 1.0:
             raise CLIError(f"--omega: values must lie in [0, 1], got {w:g}")
-    settings = [check_bayes_setting(_setting(args, w)) for w in omegas]
+    settings = [check_bayes_setting(bayes_setting(args, w)) for w in omegas]
     if args.thresholds:
         if args.alpha is not None:
             raise CLIError("--thresholds takes no --alpha (the thresholds are searched over all alpha)")
@@ -94,28 +93,9 @@ def _bayes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _amp(args: argparse.Namespace) -> int:
-    from attnphase.theory.bayes.amp import check_amp_args, run_amp
-
-    setting = _setting(args, args.omega)
-    if args.alpha <= 0:
-        raise CLIError(f"--alpha must be > 0, got {args.alpha:g}")
-    check_amp_args(setting, args.d, args.alpha, args.seed, args.delta, args.n_test, args.max_iter, args.init, args.q0)
-    r = run_amp(setting, args.d, args.alpha, seed=args.seed, delta=args.delta, n_test=args.n_test,
-                max_iter=args.max_iter, init=args.init, q0=args.q0)
-    rec = r.to_dict(history=args.history)
-    if args.json:
-        sys.stdout.write(json.dumps(rec, indent=2) + "\n")
-    else:
-        rec.pop("history", None)
-        rec["warnings"] = ",".join(rec["warnings"])
-        emit([rec], args, AMP_COLUMNS if not args.csv else None)
-    if not r.converged:
-        print(f"warning: GAMP status {r.status.value} after {r.iterations} iterations", file=sys.stderr)
-    return 0
 
 
-def _model_args(p: argparse.ArgumentParser) -> None:
+def add_model_options(p: argparse.ArgumentParser) -> None:
     from attnphase.cli.common import DEFAULT_A_TEXT
 
     p.add_argument("--sigma", type=float, default=0.5, help="token standard deviation (default 0.5)")
@@ -135,23 +115,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--omega", type=str, default="0.3", help="positional weight omega in [0, 1]: SPEC (default 0.3)")
     b.add_argument("--alpha", type=str, default=None, help="sample complexity alpha = n/d: SPEC (default 0.05:1:20)")
     b.add_argument("--thresholds", action="store_true", help="print the thresholds instead of a curve")
-    _model_args(b)
+    add_model_options(b)
     add_output_args(b)
     b.set_defaults(func=_bayes)
-
-    a = sub.add_parser("amp", help="GAMP at finite d on sampled data (Bayes-optimal algorithm)",
-                       description="GAMP for the block sign-retrieval channel on the package's sampled data, after "
-                                   "reading the teacher's fields off (x, y) (docs/bayes.md).")
-    a.add_argument("--d", type=positive_int, required=True, help="dimension d")
-    a.add_argument("--alpha", type=float, required=True, help="sample complexity alpha = n/d")
-    a.add_argument("--omega", type=_unit_interval, default=0.3, help="positional weight omega in [0, 1) (default 0.3)")
-    a.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampled problem (default 0)")
-    a.add_argument("--n-test", type=positive_int, default=1000, help="test sequences (default 1000)")
-    a.add_argument("--max-iter", type=positive_int, default=500, help="GAMP iteration limit (default 500)")
-    a.add_argument("--init", choices=["random", "informative"], default="random",
-                   help="start: random (small, uninformative; default) or informative (overlap --q0)")
-    a.add_argument("--q0", type=_open_unit, default=0.1, help="overlap of the informative start (default 0.1)")
-    a.add_argument("--history", action="store_true", help="include the per-iteration history in the JSON")
-    _model_args(a)
-    add_output_args(a)
-    a.set_defaults(func=_amp)

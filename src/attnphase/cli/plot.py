@@ -1,5 +1,4 @@
-"""`attnphase plot KIND` (one figure: computes the theory it needs, reads simulations from a store) and
-`attnphase reproduce` (theory + simulations + all figures + report.md in one directory)."""
+"""`attnphase plot KIND`: one figure (reads the theory and simulations a store holds, computes what it lacks)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from attnphase.cli.common import (
     add_setting_args,
     check_input_file,
     check_input_store,
-    check_output_dir,
     check_output_file,
     parse_spec,
     positive_float,
@@ -61,23 +59,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
     p.add_argument("--out", required=True, help="output file; FILE.png and FILE.pdf are written")
     p.set_defaults(func=_plot)
-
-    r = subparsers.add_parser(
-        "reproduce",
-        help="theory, simulations, all figures and a markdown report in one directory (resumable)",
-        description="Compute the omega = 0.3 curves, the transition and the phase diagram, run a set of "
-        "simulations into DIR/results.sqlite, draw figures (a)-(h) (incl. basins of attraction from random "
-        "starts) and write DIR/report.md. Rerunning "
-        "reuses the theory results and skips the simulations stored in DIR/results.sqlite. --quick: a few "
-        "minutes on a laptop.",
-    )
-    r.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
-    r.add_argument("--quick", action="store_true", help="small grids, fast precision, d = 100")
-    r.add_argument("--workers", type=positive_int, default=1,
-                   help="parallel processes for the theory jobs and the simulations (default 1; --quick "
-                   "takes about 3 minutes with 2)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bars (see also --quiet)")
-    r.set_defaults(func=_reproduce)
 
 
 def _alphas(args: argparse.Namespace, default: str) -> list[float]:
@@ -310,10 +291,3 @@ def _plot_untied(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reproduce(args: argparse.Namespace) -> int:
-    from attnphase.reproduce import reproduce
-
-    check_output_dir(args.out, "--out")
-    path = reproduce(args.out, quick=args.quick, workers=args.workers, progress=not args.no_progress)
-    print(path)
-    return 0

@@ -1,4 +1,4 @@
-"""`attnphase sweep` (resumable grid of finite-d simulations into an SQLite store) and `attnphase export`."""
+"""`attnphase sweep`: a resumable grid of finite-d simulations into an SQLite store."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from typing import Any
 from attnphase.cli.common import (
     CLIError,
     add_setting_args,
-    check_input_store,
-    check_output_file,
     check_store_path,
     grid_A,
     parse_int_spec,
@@ -61,18 +59,6 @@ def register(subparsers: Any) -> None:
     # Hidden: swap the experiment for another module-level function (tests use a fast fake).
     p.add_argument("--task", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=_sweep)
-
-    e = subparsers.add_parser(
-        "export",
-        help="write a results store as CSV",
-        description="Write every stored result as CSV, one row per grid point, with the documented column "
-        "names (see the docs' page on reported quantities).",
-    )
-    e.add_argument("--store", required=True, help="SQLite results file written by `attnphase sweep`")
-    e.add_argument("--csv", required=True, metavar="OUT", help="output CSV file ('-' for standard output)")
-    e.add_argument("--aggregate", action="store_true",
-                   help="one row per (d, alpha, omega, init, ...) with mean and standard error over seeds")
-    e.set_defaults(func=_export)
 
 
 def _parse_opts(items: list[str]) -> dict[str, Any]:
@@ -168,19 +154,3 @@ def _sweep(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
-def _export(args: argparse.Namespace) -> int:
-    from attnphase.experiments.store import aggregate, load_results
-
-    check_input_store(args.store)
-    # Never the store itself (or a link to it), never another store: `--csv ok.sqlite` used to replace the store.
-    check_output_file(args.csv, "--csv", inputs=[("--store", args.store)])
-    df = load_results(args.store)
-    if args.aggregate:
-        df = aggregate(df)
-    if args.csv == "-":
-        df.to_csv(sys.stdout, index=False)
-    else:
-        df.to_csv(args.csv, index=False)
-        if not args.quiet:
-            print(f"attnphase export: {len(df)} rows -> {args.csv}", file=sys.stderr)
-    return 0

@@ -1,4 +1,4 @@
-"""`attnphase theory` and `attnphase baseline`."""
+"""`attnphase theory`: fixed points of the asymptotic equations, one point or curves, any setting."""
 
 from __future__ import annotations
 
@@ -184,15 +184,6 @@ def _theory(args: argparse.Namespace) -> int:
     return 0
 
 
-def _baseline(args: argparse.Namespace) -> int:
-    from attnphase.theory import linear_baseline
-
-    records = []
-    for w in parse_spec(args.omega, "--omega"):
-        b = linear_baseline(setting_from_args(args, omega=w).replace(student=args.student))
-        records.append(b.to_dict())
-    emit(records, args, ["omega", "test_error_linear", "test_error_linear_err"] if not args.json else None)
-    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -220,10 +211,3 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "q, m, theta are then the query-key overlaps (docs/untied.md)")
     add_output_args(p)
     p.set_defaults(func=_theory)
-
-    b = sub.add_parser("baseline", help="asymptotic test error of the linear positional baseline")
-    add_setting_args(b)
-    b.add_argument("--student", default="tied", choices=STUDENTS,
-                   help="tied or untied: the baseline does not depend on the student (accepted for symmetry)")
-    add_output_args(b)
-    b.set_defaults(func=_baseline)

@@ -1,17 +1,14 @@
-"""`attnphase transition` and `attnphase phase-diagram`."""
+"""`attnphase transition`: alpha_c, alpha_l and the branch ends per omega; options and checks shared with
+`attnphase phase-diagram`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from attnphase.cli.common import (
     add_output_args,
     add_setting_args,
-    check_input_store,
-    check_not_input,
-    check_output_dir,
     emit,
     parse_spec,
     positive_float,
@@ -28,7 +25,7 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alph
            "alpha_sem_appears_kind", "alpha_pos_vanishes", "alpha_pos_vanishes_kind", "note"]
 
 
-def _check(args: argparse.Namespace, omegas: list[float]):
+def check_transition_options(args: argparse.Namespace, omegas: list[float]):
     """Every option checked before any work: one line and exit 2 on a bad one."""
     from attnphase.parallel import check_workers
     from attnphase.theory.transition.driver import check_transition_args
@@ -52,62 +49,25 @@ def _check(args: argparse.Namespace, omegas: list[float]):
     return base
 
 
-def _run(args: argparse.Namespace, omegas: list[float]):
+def run_transitions(args: argparse.Namespace, omegas: list[float]):
     from attnphase.theory import phase_diagram
 
-    base = _check(args, omegas)
+    base = check_transition_options(args, omegas)
     return phase_diagram(base, omegas, alpha_max=args.alpha_max, precision=args.precision,
                          progress=not args.no_progress, workers=args.workers, alpha_min=args.alpha_min,
                          n_grid=args.n_grid, xtol=args.xtol)
 
 
 def _transition(args: argparse.Namespace) -> int:
-    results = _run(args, parse_spec(args.omega, "--omega"))
+    results = run_transitions(args, parse_spec(args.omega, "--omega"))
     records = [r.to_dict() for r in results]
     emit(records, args, COLUMNS if not (args.json or args.csv) else None)
     return 0
 
 
-def _phase_diagram(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    omegas = parse_spec(args.omegas, "--omegas")
-    _check(args, omegas)
-    # Every path before any work: the store must be one of ours (it used to be read only after the transition
-    # was computed), the output directory creatable, and none of the files written into it the store.
-    if args.store:
-        check_input_store(args.store)
-    check_output_dir(args.out, "--out")
-    out = Path(args.out)
-    for name in OUTPUT_FILES:
-        check_not_input(out / name, "--out", [("--store", args.store)])
-    if args.store:
-        from attnphase.experiments.store import load_results
-
-        load_results(args.store)  # readable as a store (schema, tables) before the work, not after
-    out.mkdir(parents=True, exist_ok=True)
-    results = _run(args, omegas)
-    df = pd.DataFrame([r.to_dict() for r in results])
-    csv_path = out / "phase_diagram.csv"
-    df.to_csv(csv_path, index=False)
-    from attnphase.plots import plot_phase_diagram
-
-    simulation = None
-    if args.store:
-        from attnphase.experiments.store import load_results
-
-        simulation = load_results(args.store)
-    paths = plot_phase_diagram(results, out / "phase_diagram.png", alpha_min=0.0, alpha_max=args.alpha_max,
-                               simulation=simulation)
-    bad = [r.omega for r in results if r.alpha_c is None]
-    if bad:
-        print(f"note: alpha_c not bracketed for omega = {', '.join(f'{w:g}' for w in bad)} (see 'note' in the CSV)",
-              file=sys.stderr)
-    print(f"wrote {csv_path}, " + ", ".join(str(p) for p in paths))
-    return 0
 
 
-def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) -> None:
+def add_transition_options(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) -> None:
     p.add_argument("--alpha-max", type=positive_float, default=2.0, help="upper end of the alpha range (default 2)")
     p.add_argument("--alpha-min", type=positive_float, default=0.05,
                    help="lower end of the alpha range (default 0.05)")
@@ -125,14 +85,6 @@ def _common(p: argparse.ArgumentParser, n_grid: int = 12, xtol: float = 0.01) ->
 def register(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("transition", help="alpha_c, alpha_l and spinodals per omega")
     add_setting_args(t)
-    _common(t)
+    add_transition_options(t)
     add_output_args(t)
     t.set_defaults(func=_transition)
-
-    d = sub.add_parser("phase-diagram", help="alpha_c(omega), alpha_l(omega): CSV and figure")
-    add_setting_args(d, omega=False)
-    d.add_argument("--omegas", default="0:0.45:10", help="SPEC of omegas (default 0:0.45:10)")
-    d.add_argument("--store", default=None, help="sweep store for a heat map of simulated loss differences")
-    d.add_argument("--out", required=True, help="output directory")
-    _common(d, n_grid=10, xtol=0.02)
-    d.set_defaults(func=_phase_diagram)
