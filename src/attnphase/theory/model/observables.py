@@ -12,11 +12,12 @@ import numpy as np
 
 from attnphase.setting import Setting
 from attnphase.theory.model.attention import attention_loss, softmax_rows, target_attention
-from attnphase.theory.model.channel import Inadmissible, fields, points_dim
+from attnphase.theory.model.channel import fields, points_dim
 from attnphase.theory.model.loss import attention_loss as attention_loss_2d
 from attnphase.theory.model.loss import target_diagonal
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
+from attnphase.theory.solvers.fixed_point import Inadmissible
 
 FINE, COARSE = 20, 14  # Gauss-Hermite orders; their difference is the quadrature error estimate
 QMC_LOG2, QMC_REPLICAS = 14, 4
