@@ -377,11 +377,13 @@ def test_small_omega_transition_finds_alpha_c_and_the_positional_merge():
 def test_general_ends_agree_with_the_adapter_at_l2():
     """ends='solves' (the method every setting can use: ends where the solver stops finding a branch) against the
     L = 2 adapter at omega = 0.3: the critical values' intervals overlap, and the semantic end's validity bracket
-    overlaps the pitchfork's interval."""
+    overlaps the pitchfork's interval; the general pitchfork condition (linearised map) classifies the semantic end
+    as the adapter does, and its pitchfork overlaps the adapter's."""
     s = Setting(omega=0.3)
     kw = dict(alpha_min=0.3, alpha_max=2.0, n_grid=8, precision="fast", xtol=0.02)
     general, adapter = transition(s, ends="solves", **kw), transition(s, ends="adapter", **kw)
-    assert general.critical["alpha_sem_appears"].kind == "unknown"
+    assert general.critical["alpha_sem_appears"].kind == adapter.critical["alpha_sem_appears"].kind == "pitchfork"
+    assert general.critical["semantic_pitchfork"].overlaps(adapter.critical["semantic_pitchfork"])
     for name in ("alpha_c", "alpha_l", "alpha_sem_appears"):
         g, a = general.critical[name], adapter.critical[name]
         assert g.found and a.found and g.overlaps(a), (name, g, a)
