@@ -14,12 +14,12 @@ import sys
 from attnphase.cli.common import CLIError, check_common_options, extra_for_module, require_extra
 
 # Each module defines register(subparsers); a subcommand's handler is stored as `func`.
-_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins")
+_COMMAND_MODULES = ("theory", "simulate", "sweep", "transition", "plot", "basins", "histogram")
 
 # Subcommands that run finite-d simulations need PyTorch: the 'experiments' extra.  Checked before any work,
 # so that a light install (theory only) answers in one line instead of a traceback.
 NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "experiments",
-               "basins": "experiments"}
+               "basins": "experiments", "histogram": "experiments"}
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -1,0 +1,1 @@
+"""Experiments on real models beyond the solvable one (each in its own subpackage)."""
