@@ -20,12 +20,12 @@ from attnphase.errors import InputError, InputTypeError
 
 # One module per command, each defining register(subparsers); a subcommand's handler is stored as `func`.
 _COMMAND_MODULES = ("theory", "baseline", "simulate", "compare", "sweep", "export", "transition", "phase_diagram",
-                    "plot", "reproduce", "basins", "bayes", "amp")
+                    "plot", "reproduce", "basins", "histogram", "bayes", "amp")
 
 # Subcommands that run finite-d simulations need PyTorch: the 'experiments' extra.  Checked before any work,
 # so that a light install (theory only) answers in one line instead of a traceback.
 NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "experiments",
-               "basins": "experiments", "amp": "experiments"}
+               "basins": "experiments", "amp": "experiments", "histogram": "experiments"}
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -79,6 +79,13 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
                            task=basins_task)
         timings["basins"] = basins.seconds
 
+    hist = None
+    if plan.histogram is not None:  # the counting transformer (Section 2): its own figures and report block
+        from attnphase.reproduce.histogram_section import histogram_section
+
+        hist = histogram_section(out, store_path, quick=plan.histogram == "quick", progress=progress)
+        timings["histogram"] = hist.seconds
+
     t0 = time.perf_counter()
     figures, notes = make_figures(out, plan, theory, sim_df)
     fields = transition_fields([*theory.diagram, theory.transition])
@@ -101,6 +108,8 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
     })
     report = write_report(out, plan, theory, sims, sim_df, figures, timings, cache, wall, notes, runs,
                           basins=basins, fields=fields, store=store_path)
+    if hist is not None:
+        report.write_text(report.read_text() + "\n" + hist.markdown())
     if bayes is not None:
         report.write_text(report.read_text() + "\n" + bayes.markdown())
     return report
