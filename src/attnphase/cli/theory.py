@@ -42,10 +42,10 @@ def _curve(task: tuple) -> list:
 
 
 def _theory(args: argparse.Namespace) -> int:
-    from attnphase.theory import BRANCHES, global_minimum
+    from attnphase.theory import global_minimum
     from attnphase.theory.state_evolution.curves import curve_pieces
     from attnphase.theory.state_evolution.precision import get_precision
-    from attnphase.theory.state_evolution.results import check_theory_setting
+    from attnphase.theory.state_evolution.results import branches_for, check_theory_setting
 
     get_precision(args.precision)
     alphas = parse_spec(args.alpha, "--alpha")
@@ -56,14 +56,17 @@ def _theory(args: argparse.Namespace) -> int:
     settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
                 for w in omegas]  # all checked before work
     table = not (args.json or args.csv)
-    branches = list(BRANCHES) if args.branch in ("all", "global") else [args.branch]
+    branches = list(branches_for(settings[0])) if args.branch in ("all", "global") else [args.branch]
+    if args.branch == "mixed" and "mixed" not in branches_for(settings[0]):
+        raise InputError("--branch mixed needs a tied student of rank r >= 2 (--rank 2)")
+    multistart = False if args.single_start else None
     from attnphase.parallel import check_workers, map_tasks
 
     check_workers(args.workers)
     # One continuation per (omega, branch, piece of the alpha grid: theory.curve_pieces), one process each (the
     # package's pool).
     pieces = {b: curve_pieces(alphas, b) for b in branches}
-    tasks = [(setting, piece, b, args.precision, args.seed, args.multistart) for setting in settings for b in branches
+    tasks = [(setting, piece, b, args.precision, args.seed, multistart) for setting in settings for b in branches
              for piece in pieces[b]]
     done = iter(map_tasks(_curve, tasks, workers=args.workers, progress=not args.no_progress,
                           desc="theory (fixed points)", unit="curve"))
@@ -114,13 +117,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "study's q, |m|, |theta|, V); --json gives the matrices.")
     add_setting_args(p)
     p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
-    p.add_argument("--branch", default="all", choices=["positional", "semantic", "agnostic", "free", "global", "all"],
-                   help="which fixed point(s); global: the branch with the lower train_loss; free: m and theta both "
-                        "free (the mixed minimum of a rank-2 student; best with --multistart) (default all: "
-                        "positional, semantic, agnostic)")
+    p.add_argument("--branch", default="all",
+                   choices=["positional", "semantic", "agnostic", "mixed", "free", "global", "all"],
+                   help="which fixed point(s); all: every branch the setting has (positional, semantic, agnostic, and "
+                        "for --rank >= 2 mixed: one student direction positional, another semantic); global: the one "
+                        "with the lowest train_loss among them; free: m and theta both free from the default start "
+                        "(default all)")
     p.add_argument("--multistart", action="store_true",
-                   help="also solve from the extra starts where the default start is known to miss a fixed point "
-                        "(positional for r* > 1 or L > 2, free for r = 2) and keep the lowest train_loss")
+                   help="kept for old scripts: the set of starts each branch needs is now always tried (see "
+                        "--single-start)")
+    p.add_argument("--single-start", action="store_true",
+                   help="cheaper: solve each branch from its default start only (no structured starts, no internal "
+                        "continuation); may miss fixed points the full set finds")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Sobol scramblings")
     p.add_argument("--workers", type=int, default=2,

@@ -10,13 +10,13 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
-from attnphase.theory.state_evolution.precision import Precision
-from attnphase.theory.state_evolution.results import BRANCHES, FixedPoint, check_branch
-from attnphase.theory.state_evolution.solve import solve
+from attnphase.theory.state_evolution.precision import Precision, get_precision
+from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
+from attnphase.theory.state_evolution.solve import _solve_starts, solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
-                seed: int = 0, *, kernel: str = "auto", multistart: bool = False) -> list[FixedPoint]:
+                seed: int = 0, *, kernel: str = "auto", multistart: bool | None = None) -> list[FixedPoint]:
     """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
     if that one is valid, else from the default start.
 
@@ -24,21 +24,26 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
     alpha's FixedPoint (with its status); it never stops the curve.  A point that fails from its neighbour's
     solution is solved again from the default start, unless its first scrambling converged from there.
-    multistart: every solve without a neighbour (the first alpha, retries) tries solve's extra starts too."""
-    check_branch(branch, BRANCHES + ("free",))
+    multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
+    of starts; False: the default start only).  A retry does not continue internally (solve's ladder): the curve
+    itself is that continuation."""
+    check_branch(branch, ALL_BRANCHES + ("free",))
+    if branch == MIXED and MIXED not in branches_for(setting):
+        raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
+    prec = get_precision(precision)
     alphas = sorted(check_alpha(a) for a in alphas)
     out: list[FixedPoint] = []
     prev: FixedPoint | None = None
     order = alphas[::-1] if branch == "semantic" else alphas
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
-        fp = solve(setting, a, branch, precision, init=init, seed=seed, kernel=kernel, multistart=multistart)
+        fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart)
         if not fp.valid and init is not None and not fp.hints.first_scrambling_ok:
             # Continuation can fail where the previous point was far; retry from the default start.  Not where
             # the first scrambling did converge from the neighbour's point and a later one, or the scramblings'
             # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
             # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).
-            retry = solve(setting, a, branch, precision, init=None, seed=seed, kernel=kernel, multistart=multistart)
+            retry = _solve_starts(setting, a, branch, prec, seed, kernel, multistart is not False, ladder=False)
             if retry.valid:
                 fp = retry
         out.append(fp)
@@ -68,16 +73,17 @@ def _curve_task(args: tuple) -> list[FixedPoint]:
     return solve_curve(setting, alphas, branch, precision, seed=seed)
 
 
-def solve_curves(setting: Setting, alphas: Sequence[float], branches: Sequence[str] = BRANCHES,
+def solve_curves(setting: Setting, alphas: Sequence[float], branches: Sequence[str] | None = None,
                  precision: str = "default", seed: int = 0, workers: int = 1) -> dict[str, list[FixedPoint]]:
     """solve_curve for several branches, each curve's pieces (:func:`curve_pieces`) in their own process with
-    workers > 1."""
+    workers > 1 (default branches: every branch the setting has, results.branches_for)."""
     from attnphase.parallel import map_tasks
 
     alphas = [check_alpha(a) for a in alphas]
+    branches = branches_for(setting) if branches is None else tuple(branches)
     for b in branches:
-        if b not in BRANCHES:
-            raise InputError(f"branch must be one of {', '.join(BRANCHES)}; got {b!r}")
+        if b not in branches_for(setting):
+            raise InputError(f"branch must be one of {', '.join(branches_for(setting))}; got {b!r}")
     pieces = [(b, piece) for b in branches for piece in curve_pieces(alphas, b)]
     results = map_tasks(_curve_task, [(setting, piece, b, precision, seed) for b, piece in pieces], workers=workers,
                         progress=False)
