@@ -12,7 +12,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
-from attnphase.theory.state_evolution.solve import _solve_starts, solve
+from attnphase.theory.state_evolution.solve import LADDER_RATIO, _ladder, _solve_starts, solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
@@ -38,14 +38,21 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
         fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart)
+        retry: FixedPoint | None = None
         if not fp.valid and init is not None and not fp.hints.first_scrambling_ok:
-            # Continuation can fail where the previous point was far; retry from the default start.  Not where
-            # the first scrambling did converge from the neighbour's point and a later one, or the scramblings'
+            # Continuation can fail where the previous point was far; retry from the start set.  Not where the
+            # first scrambling did converge from the neighbour's point and a later one, or the scramblings'
             # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
             # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).
             retry = _solve_starts(setting, a, branch, prec, seed, kernel, multistart is not False, ladder=False)
-            if retry.valid:
-                fp = retry
+        if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
+                and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
+            # A step too long for continuation (measured: study, fast, positional 2 -> 5, collapsed although its
+            # first scrambling converged): the branch in steps of at most LADDER_RATIO from the neighbour, as a
+            # single-point solve continues it.
+            retry = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
+        if retry is not None and retry.valid:
+            fp = retry
         out.append(fp)
         prev = fp
     return out[::-1] if branch == "semantic" else out

@@ -144,6 +144,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
 # but continuation reaches it (chord steps with the previous alpha's Jacobian).
 LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
+_LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
 
 
 def is_study_shape(setting: Setting) -> bool:
@@ -221,7 +222,12 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
     if setting.untied:
         def lifted() -> Overlaps | None:
             tied = solve(setting.replace(student="tied"), alpha, branch, prec, seed=seed, kernel=kernel)
-            return lift_to_untied(tied.overlaps) if tied.valid else None
+            if not tied.valid:
+                return None
+            o = lift_to_untied(tied.overlaps, corr=_LIFT_CORR)
+            # theta = [theta; theta] against q's correlated blocks has theta^T q^-1 theta = 2 / (1 + c) times the
+            # tied one's: scaled back, so that a tied semantic point near the admissible edge lifts inside it.
+            return dataclasses.replace(o, theta=o.theta * np.sqrt((1 + _LIFT_CORR) / 2))
         # The tied solution lifted first: the untied default start reaches a far positional point at omega = 0.3,
         # alpha = 3 (m 2.89, train loss 0.053, 737 iterations) where simulations end at m ~ 0.27.
         return [("lifted_tied", lifted), ("default", None)] + named_starts(setting, branch, alpha)
@@ -252,21 +258,25 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     return _best_of(tried)
 
 
-def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str) -> FixedPoint:
-    """The positional branch continued from LADDER_FROM to alpha in geometric steps of at most LADDER_RATIO (each
-    from the previous valid point, its Jacobian and scramblings' fixed points: the path of a curve)."""
-    n = int(np.ceil(np.log(alpha / LADDER_FROM) / np.log(LADDER_RATIO)))
-    grid = LADDER_FROM * (alpha / LADDER_FROM) ** (np.arange(n + 1) / n)
+def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
+            branch: str = "positional") -> FixedPoint:
+    """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
+    its Jacobian and scramblings' fixed points: the path of a curve), from base (a valid point of the branch) or,
+    without one, from the branch's start set at LADDER_FROM."""
+    a0 = base.alpha if base is not None else LADDER_FROM
+    n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
+    grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
     grid[-1] = alpha
-    prev = _solve_starts(setting, float(grid[0]), "positional", prec, seed, kernel, True, ladder=False)
-    seconds, iters = prev.seconds, prev.iterations
+    prev = base if base is not None else _solve_starts(setting, float(grid[0]), branch, prec, seed, kernel, True,
+                                                       ladder=False)
+    seconds, iters = (0.0, 0) if base is not None else (prev.seconds, prev.iterations)
     for a in grid[1:]:
         if not prev.valid:
             break
-        prev = _solve_one(setting, float(a), "positional", prec, prev, seed, kernel)
+        prev = _solve_named(setting, float(a), branch, prec, prev, seed, kernel)
         seconds, iters = seconds + prev.seconds, iters + prev.iterations
     if not prev.valid or prev.alpha != alpha:
-        msg = (f"the positional branch continued from alpha = {LADDER_FROM:g} ends at alpha = {prev.alpha:g} "
+        msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
                f"({prev.status.value})")
         st = prev.status if prev.status != Status.ok else Status.not_converged
         return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters)
