@@ -15,6 +15,8 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, lift_to_untied
 from attnphase.theory.state_evolution.results import FixedPoint
 
+SCALED_FROM = 1.5  # semantic / agnostic: alpha above which the scaled start is tried (see named_starts)
+
 
 def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     """Starting overlaps.  Study (L = 2, r = r* = 1): positional (q, m, V, theta) = (0.02, 0.2, 15, 0), semantic
@@ -126,11 +128,15 @@ def structured_starts(setting: Setting, branch: str, alpha: float | None = None)
 
 def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[tuple[str, Overlaps]]:
     """(name, overlaps) of the starts besides the default one that need no solve: "scaled" (scaled_start; only
-    with alpha), and for the positional branch of any shape other than L = 2, r = r* = 1 "wide_m" (q 0.08, twice
-    the default m) and for L > 2 "pattern" (see structured_starts)."""
+    with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
+    any shape other than L = 2, r = r* = 1 "wide_m" (q 0.08, twice the default m) and for L > 2 "pattern" (see
+    structured_starts)."""
     b = as_branch(branch)
     out: list[tuple[str, Overlaps]] = []
-    if alpha is not None and b != Branch.free:
+    # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
+    # (0.6 (1 + alpha) > 1.5): below that it adds nothing measured (the study's semantic points below its end at
+    # 0.72 collapse from both), and the study's curves stay exactly as they were.
+    if alpha is not None and b != Branch.free and (b == Branch.positional or alpha > SCALED_FROM):
         out.append(("scaled", scaled_start(setting, alpha, b)))
     if setting.untied:
         return out
