@@ -235,8 +235,14 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
 
 
 def _first_valid(setting: Setting, branch: str) -> bool:
-    """Keep the first valid start (one fixed point per branch measured) rather than the lowest of all."""
-    return setting.untied or branch in ("semantic", "agnostic") or is_study_shape(setting)
+    """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
+    everywhere but the positional branch of r* >= 2 (a far point, m 2.83, train loss 0.0138, from the default start)
+    and of L > 2 (a shallow ring of positional minima), and the mixed branch."""
+    if branch == MIXED:
+        return False
+    if branch == "positional" and not setting.untied:
+        return setting.r_star == 1 and setting.L == 2
+    return True
 
 
 def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, seed: int, kernel: str, many: bool,
