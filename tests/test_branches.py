@@ -184,3 +184,4 @@ def test_every_simulated_minimum_is_a_converged_branch_and_global_is_the_lowest(
     for init, loss in _sim_minima(s, 1.5, 500, (0, 1, 2), SIM_INITS[name]):
         rel = min(abs(loss - p.train_loss) / p.train_loss for p in ok)
         assert rel < 0.03, (name, init, loss, [(p.branch, p.train_loss) for p in ok])
+
