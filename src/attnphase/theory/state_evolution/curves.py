@@ -12,7 +12,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
-from attnphase.theory.state_evolution.solve import LADDER_RATIO, _ladder, _solve_starts, solve
+from attnphase.theory.state_evolution.solve import LADDER_RATIO, _ladder, solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
@@ -25,8 +25,7 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     alpha's FixedPoint (with its status); it never stops the curve.  A point that fails from its neighbour's
     solution is solved again from the default start, unless its first scrambling converged from there.
     multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
-    of starts; False: the default start only).  A retry does not continue internally (solve's ladder): the curve
-    itself is that continuation."""
+    of starts; False: the default start only).  A retry is the single-point answer (solve without init)."""
     check_branch(branch, ALL_BRANCHES + ("free",))
     if branch == MIXED and MIXED not in branches_for(setting):
         raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
@@ -44,7 +43,7 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             # first scrambling did converge from the neighbour's point and a later one, or the scramblings'
             # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
             # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).
-            retry = _solve_starts(setting, a, branch, prec, seed, kernel, multistart is not False, ladder=False)
+            retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
                 and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
             # A step too long for continuation (measured: study, fast, positional 2 -> 5, collapsed although its
