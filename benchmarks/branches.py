@@ -52,8 +52,9 @@ def main() -> int:
         show = recs if name != "study_curve" else [r for r in recs if r["alpha"] in (0.1, 1.0, 2.0)]
         for i, r in enumerate(show):
             m = r.get("m_norm", r.get("m"))
-            th = r.get("theta_sv", [r.get("theta")])
-            th = max(th) if isinstance(th, list) and th and th[0] is not None else r.get("theta")
+            th = r.get("theta_sv", r.get("theta"))
+            if isinstance(th, list):
+                th = max((t for t in th if isinstance(t, float | int)), default=None)
             starts = " ".join(f"{s['name']}:{s['status']}" for s in r.get("starts", []))
             tl = r["train_loss"]
             print(f"{name if i == 0 else '':14} {wall if i == 0 else '':>7.6} {cpu if i == 0 else '':>7.6}  "
