@@ -185,3 +185,18 @@ def test_every_simulated_minimum_is_a_converged_branch_and_global_is_the_lowest(
         rel = min(abs(loss - p.train_loss) / p.train_loss for p in ok)
         assert rel < 0.03, (name, init, loss, [(p.branch, p.train_loss) for p in ok])
 
+
+
+@pytest.mark.slow
+def test_rank2_mixed_branch_single_points_and_global():
+    """r = 2, omega 0.3, fast.  alpha 1.5: global is the mixed point (train loss 0.002356; positional 0.002624,
+    semantic 0.002724; simulations from both structured starts end there, docs/rank2.md).  alpha 3: from the mixed
+    start the free iteration runs off (m ~ 4, not converged); continued from alpha 1 it is the curve's point
+    (train loss 0.003366, below the semantic 0.003974), 31 s on the loaded two cores."""
+    s = Setting(omega=0.3, r=2)
+    g = solve(s, 1.5, "global", "fast")
+    assert g.branch == "mixed" and g.train_loss == pytest.approx(0.002356, rel=3e-3)
+    single = solve(s, 3.0, "mixed", "fast")
+    assert [st.name for st in single.starts] == ["mixed", "ladder"]
+    same_point(single, at(solve_curve(s, [1.0, 2.0, 3.0], "mixed", "fast"), 3.0))
+    assert single.train_loss == pytest.approx(0.003366, rel=3e-3)

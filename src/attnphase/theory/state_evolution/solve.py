@@ -144,6 +144,10 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
 # but continuation reaches it (chord steps with the previous alpha's Jacobian).
 LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
+# The mixed branch likewise from alpha = 1 (r = 2, omega 0.3, fast: from the mixed start at alpha 3 the free
+# iteration runs off to m ~ 4, not converged, while the curve from alpha 1 reaches the mixed point, train loss
+# 0.003366, below the semantic 0.003974; the mixed point exists from alpha ~ 0.75, docs/rank2.md).
+LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0}
 _LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
 
 
@@ -260,18 +264,19 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             break
     # (L = 2 only: for L = 3 simplex, omega 0.3, alpha 1.5 the ladder's base at alpha 0.5 does not converge either, on
     # the ring of positional minima, and cost 20 s of CPU for the verdict the four starts had given.)
-    if ladder and branch == "positional" and setting.L == 2 and alpha > LADDER_FROM * LADDER_RATIO and not any(
+    a0 = LADDER_BASE.get(branch)
+    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
             p is not None and p.valid for _, p in tried):
-        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel)))
+        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
     return _best_of(tried)
 
 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
-            branch: str = "positional") -> FixedPoint:
+            branch: str = "positional", a0: float = LADDER_FROM) -> FixedPoint:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
     its Jacobian and scramblings' fixed points: the path of a curve), from base (a valid point of the branch) or,
-    without one, from the branch's start set at LADDER_FROM."""
-    a0 = base.alpha if base is not None else LADDER_FROM
+    without one, from the branch's start set at a0."""
+    a0 = base.alpha if base is not None else a0
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
     grid[-1] = alpha
