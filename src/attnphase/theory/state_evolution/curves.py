@@ -34,16 +34,19 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     out: list[FixedPoint] = []
     prev: FixedPoint | None = None
     order = alphas[::-1] if branch == "semantic" else alphas
+    ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
-        fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart)
+        fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart,
+                   ladder=not ended)
         retry: FixedPoint | None = None
         if not fp.valid and init is not None and not fp.hints.first_scrambling_ok:
             # Continuation can fail where the previous point was far; retry from the start set.  Not where the
             # first scrambling did converge from the neighbour's point and a later one, or the scramblings'
             # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
             # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).
-            retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart)
+            retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
+                          ladder=not ended)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
                 and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
             # A step too long for continuation (measured: study, fast, positional 2 -> 5, collapsed although its
@@ -52,6 +55,7 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             retry = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
         if retry is not None and retry.valid:
             fp = retry
+        ended = ended or (not fp.valid and any(p.valid for p in out))
         out.append(fp)
         prev = fp
     return out[::-1] if branch == "semantic" else out

@@ -158,7 +158,7 @@ def is_study_shape(setting: Setting) -> bool:
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
-          multistart: bool | None = None) -> FixedPoint:
+          multistart: bool | None = None, ladder: bool = True) -> FixedPoint:
     """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
     (r >= 2, tied: one student direction positional, another semantic; solved with m and theta both free from
     the mixed start), "free" (no constraint, from its default or a given start) or "global" (results.lowest over
@@ -171,7 +171,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     semantic and agnostic branches and the untied student the first valid one (one fixed point per branch
     measured there).  Where no start gives a valid positional point, it is continued internally from alpha =
     LADDER_FROM.  Which starts ran and what each gave: FixedPoint.starts (empty where the first one sufficed).
-    multistart=False: the default start only (the cheaper, older behaviour).
+    multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
+    continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
     Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
     ValueError/TypeError, checked before any work)."""
@@ -190,7 +191,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
                                         multistart=multistart))
     if init is not None:
         return _solve_named(setting, alpha, branch, prec, init, seed, kernel)
-    return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many)
+    return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
 
 def _solve_named(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
@@ -529,13 +530,14 @@ def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, 
                    init: Overlaps | FixedPoint | None, nearest: FixedPoint | None = None) -> tuple[FixedPoint, int]:
     """solve() from init; where that fails, from the nearest solved point of the branch, then from the default
     start (a neighbour next to a branch end, where the order parameter is small, can lead the iteration onto the
-    agnostic point).  A start that is init is not tried twice.  (last fixed point, solves)."""
-    p = solve(setting, alpha, branch, precision, init=init, seed=seed)
+    agnostic point).  A start that is init is not tried twice.  No internal continuation (ladder=False): the caller
+    (the transition's branch ends) is continuing the branch itself.  (last fixed point, solves)."""
+    p = solve(setting, alpha, branch, precision, init=init, seed=seed, ladder=False)
     n = 1
     for retry in ([nearest] if nearest is not None else []) + [None]:
         if p.valid or retry is init:
             continue
-        p = solve(setting, alpha, branch, precision, init=retry, seed=seed)
+        p = solve(setting, alpha, branch, precision, init=retry, seed=seed, ladder=False)
         n += 1
     return p, n
 
