@@ -240,14 +240,16 @@ def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch,
 
     seen = []
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None):
         seen.append((setting.r, branch, multistart))
         return synthetic_curves([1.0])["positional"]
 
     monkeypatch.setattr(theory, "solve_curve", fake_curve)
     assert main(["theory", "--alpha", "1", "--rank", "2", "--branch", "free", "--multistart", "--json", "--quiet"]) == 0
     assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet"]) == 0
-    assert seen == [(2, "free", True), (1, "positional", False)]
+    assert main(["theory", "--alpha", "1", "--branch", "positional", "--single-start", "--json", "--quiet"]) == 0
+    # Every branch's set of starts is the default (issue 21); --single-start opts out; --multistart is kept.
+    assert seen == [(2, "free", None), (1, "positional", None), (1, "positional", False)]
 
 
 # -- issue 20: the adversarial pass ---------------------------------------------------------------------------

@@ -183,7 +183,7 @@ def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_fa
         valid, first_ok = plan[a]
         if init is None and a != 1.0:
             valid, first_ok = True, True  # the retry
-        return SimpleNamespace(valid=valid, hints=SimpleNamespace(first_scrambling_ok=first_ok))
+        return SimpleNamespace(valid=valid, alpha=a, hints=SimpleNamespace(first_scrambling_ok=first_ok))
 
     monkeypatch.setattr(curves_module, "solve", fake_solve)
     solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")

@@ -52,14 +52,16 @@ def _curve(task: tuple) -> list:
                               on_point=on_point)
 
 
-BRANCH_CHOICES = ("positional", "semantic", "agnostic", "free", "global", "all")
+BRANCH_CHOICES = ("positional", "semantic", "agnostic", "mixed", "free", "global", "all")
 
 
-def parse_branches(text: str) -> tuple[list[str], bool]:
-    """--branch: one name or a comma list (e.g. positional,semantic); 'all' is the three branches, 'global' their
-    lower train_loss (alone).  Returns the branches to solve and whether to keep the global minimum only."""
-    from attnphase.theory import BRANCHES
+def parse_branches(text: str, setting) -> tuple[list[str], bool]:  # noqa: ANN001 - a Setting
+    """--branch: one name or a comma list (e.g. positional,semantic); 'all' is every branch the setting has
+    (theory.branches_for: positional, semantic, agnostic, and mixed for a tied student of rank >= 2), 'global' their
+    lowest train_loss (alone).  Returns the branches to solve and whether to keep the global minimum only."""
+    from attnphase.theory import branches_for
 
+    BRANCHES = tuple(branches_for(setting))
     names = [b.strip() for b in str(text).split(",") if b.strip()]
     if not names:
         raise InputError("--branch: empty list")
@@ -69,6 +71,8 @@ def parse_branches(text: str) -> tuple[list[str], bool]:
                          "list of them)")
     if "global" in names and len(names) > 1:
         raise InputError("--branch global is the lower of all branches: give it alone")
+    if "mixed" in names and "mixed" not in BRANCHES:
+        raise InputError("--branch mixed needs a tied student of rank r >= 2 (--rank 2)")
     if names == ["global"]:
         return list(BRANCHES), True
     out: list[str] = []
@@ -141,9 +145,10 @@ def _theory(args: argparse.Namespace) -> int:
             check_alpha(a)  # the solver's own rule (> 0, at most ALPHA_MAX), before any process starts
         except ValueError as exc:
             raise InputError(f"--alpha: {exc}") from None
-    branches, global_only = parse_branches(args.branch)
     settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
                 for w in omegas]  # all checked before work
+    branches, global_only = parse_branches(args.branch, settings[0])
+    multistart = False if args.single_start else None
     check_workers(args.workers)
     # Memory refused and long runs announced before the first fixed point (one line each).
     note = check_theory_size(settings[0], len(alphas) * len(omegas) * len(branches), args.precision, args.workers)
@@ -153,7 +158,7 @@ def _theory(args: argparse.Namespace) -> int:
     # One continuation per (omega, branch, piece of the alpha grid: theory.curve_pieces), one process each (the
     # package's pool).
     pieces = {b: curve_pieces(alphas, b) for b in branches}
-    tasks = [(setting, piece, b, args.precision, args.seed, args.multistart) for setting in settings for b in branches
+    tasks = [(setting, piece, b, args.precision, args.seed, multistart) for setting in settings for b in branches
              for piece in pieces[b]]
     done = iter(_run_curves(tasks, args.workers, progress=not args.no_progress))
     records = []
@@ -195,13 +200,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_setting_args(p)
     p.add_argument("--alpha", default="1.5", help="sample complexity alpha = n/d: SPEC (default 1.5)")
     p.add_argument("--branch", default="all",
-                   help="which fixed point(s): one of positional, semantic, agnostic, free, global, all, or a comma "
-                        "list (e.g. positional,semantic); global: the branch with the lower train_loss; free: m and "
-                        "theta both free (the mixed minimum of a rank-2 student; best with --multistart) (default "
-                        "all: positional, semantic, agnostic)")
+                   help="which fixed point(s): one of positional, semantic, agnostic, mixed, free, global, all, or a "
+                        "comma list (e.g. positional,semantic); all: every branch the setting has (positional, semantic, "
+                        "agnostic, and for --rank >= 2 mixed: one student direction positional, another semantic); "
+                        "global: the one with the lowest train_loss among them; free: m and theta both free from the "
+                        "default start (default all)")
     p.add_argument("--multistart", action="store_true",
-                   help="also solve from the extra starts where the default start is known to miss a fixed point "
-                        "(positional for r* > 1 or L > 2, free for r = 2) and keep the lowest train_loss")
+                   help="kept for old scripts: the set of starts each branch needs is now always tried (see "
+                        "--single-start)")
+    p.add_argument("--single-start", action="store_true",
+                   help="cheaper: solve each branch from its default start only (no structured starts, no internal "
+                        "continuation); may miss fixed points the full set finds")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol scramblings")
     p.add_argument("--workers", type=positive_int, default=2,

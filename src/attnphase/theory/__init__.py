@@ -16,7 +16,13 @@ from attnphase.theory.solvers.fixed_point import SolverResult, Status
 from attnphase.theory.state_evolution.branch_map import BranchMap, branch_map
 from attnphase.theory.state_evolution.curves import solve_curve, solve_curves
 from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, integration_points
-from attnphase.theory.state_evolution.results import BRANCHES, FixedPoint, global_minimum_curve
+from attnphase.theory.state_evolution.results import (
+    BRANCHES,
+    FixedPoint,
+    StartRecord,
+    branches_for,
+    global_minimum_curve,
+)
 from attnphase.theory.state_evolution.solve import global_minimum, solve, solve_all
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition.diagram import phase_diagram
@@ -26,7 +32,8 @@ from attnphase.theory.transition.roots import find_crossing
 
 __all__ = [
     "BRANCHES", "Branch", "BranchMap", "Critical", "FixedPoint", "HatOverlaps", "LinearBaseline", "Overlaps",
-    "PRECISIONS", "Precision", "SolverResult", "Status", "TransitionResult", "branch_map", "default_start",
+    "PRECISIONS", "Precision", "SolverResult", "StartRecord", "Status", "TransitionResult", "branch_map",
+    "branches_for", "default_start",
     "find_crossing", "global_minimum", "global_minimum_curve", "integration_points", "linear_baseline",
     "phase_diagram", "solve", "solve_all", "solve_curve", "solve_curves", "transition",
 ]

@@ -11,13 +11,13 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
-from attnphase.theory.state_evolution.precision import Precision
-from attnphase.theory.state_evolution.results import BRANCHES, FixedPoint, check_branch
-from attnphase.theory.state_evolution.solve import solve
+from attnphase.theory.state_evolution.precision import Precision, get_precision
+from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
+from attnphase.theory.state_evolution.solve import LADDER_RATIO, _ladder, solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
-                seed: int = 0, *, kernel: str = "auto", multistart: bool = False,
+                seed: int = 0, *, kernel: str = "auto", multistart: bool | None = None,
                 on_point: Callable[[FixedPoint], Any] | None = None) -> list[FixedPoint]:
     """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
     if that one is valid, else from the default start.
@@ -26,24 +26,39 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
     alpha's FixedPoint (with its status); it never stops the curve.  A point that fails from its neighbour's
     solution is solved again from the default start, unless its first scrambling converged from there.
-    multistart: every solve without a neighbour (the first alpha, retries) tries solve's extra starts too.
+    multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
+    of starts; False: the default start only).  A retry is the single-point answer (solve without init).
     on_point: called with each fixed point as soon as it is solved (progress per point)."""
-    check_branch(branch, BRANCHES + ("free",))
+    check_branch(branch, ALL_BRANCHES + ("free",))
+    if branch == MIXED and MIXED not in branches_for(setting):
+        raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
+    prec = get_precision(precision)
     alphas = sorted(check_alpha(a) for a in alphas)
     out: list[FixedPoint] = []
     prev: FixedPoint | None = None
     order = alphas[::-1] if branch == "semantic" else alphas
+    ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
-        fp = solve(setting, a, branch, precision, init=init, seed=seed, kernel=kernel, multistart=multistart)
+        fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart,
+                   ladder=not ended)
+        retry: FixedPoint | None = None
         if not fp.valid and init is not None and not fp.hints.first_scrambling_ok:
-            # Continuation can fail where the previous point was far; retry from the default start.  Not where
-            # the first scrambling did converge from the neighbour's point and a later one, or the scramblings'
+            # Continuation can fail where the previous point was far; retry from the start set.  Not where the
+            # first scrambling did converge from the neighbour's point and a later one, or the scramblings'
             # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
             # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).
-            retry = solve(setting, a, branch, precision, init=None, seed=seed, kernel=kernel, multistart=multistart)
-            if retry.valid:
-                fp = retry
+            retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
+                          ladder=not ended)
+        if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
+                and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
+            # A step too long for continuation (measured: study, fast, positional 2 -> 5, collapsed although its
+            # first scrambling converged): the branch in steps of at most LADDER_RATIO from the neighbour, as a
+            # single-point solve continues it.
+            retry = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
+        if retry is not None and retry.valid:
+            fp = retry
+        ended = ended or (not fp.valid and any(p.valid for p in out))
         out.append(fp)
         if on_point is not None:
             on_point(fp)
@@ -73,16 +88,17 @@ def _curve_task(args: tuple) -> list[FixedPoint]:
     return solve_curve(setting, alphas, branch, precision, seed=seed)
 
 
-def solve_curves(setting: Setting, alphas: Sequence[float], branches: Sequence[str] = BRANCHES,
+def solve_curves(setting: Setting, alphas: Sequence[float], branches: Sequence[str] | None = None,
                  precision: str = "default", seed: int = 0, workers: int = 1) -> dict[str, list[FixedPoint]]:
     """solve_curve for several branches, each curve's pieces (:func:`curve_pieces`) in their own process with
-    workers > 1."""
+    workers > 1 (default branches: every branch the setting has, results.branches_for)."""
     from attnphase.parallel import map_tasks
 
     alphas = [check_alpha(a) for a in alphas]
+    branches = branches_for(setting) if branches is None else tuple(branches)
     for b in branches:
-        if b not in BRANCHES:
-            raise InputError(f"branch must be one of {', '.join(BRANCHES)}; got {b!r}")
+        if b not in branches_for(setting):
+            raise InputError(f"branch must be one of {', '.join(branches_for(setting))}; got {b!r}")
     pieces = [(b, piece) for b in branches for piece in curve_pieces(alphas, b)]
     results = map_tasks(_curve_task, [(setting, piece, b, precision, seed) for b, piece in pieces], workers=workers,
                         progress=False)

@@ -16,6 +16,37 @@ from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
 from attnphase.theory.solvers.fixed_point import Status
 
 BRANCHES = ("positional", "semantic", "agnostic")
+# The mixed fixed point of a student with r >= 2 (one column positional, another semantic): solved on the
+# unconstrained ("free") layout from the mixed start, reported as branch "mixed".  For r = 1 it does not exist.
+MIXED = "mixed"
+ALL_BRANCHES = BRANCHES + (MIXED,)
+
+
+def branches_for(setting: Setting) -> tuple[str, ...]:
+    """Every kind of fixed point the setting can have, in the order `--branch all` lists them: positional,
+    semantic, agnostic, and for a tied student of rank r >= 2 the mixed one.  (An untied student of rank r >= 2
+    could have one too; its start is not built: docs/untied.md, Open.)"""
+    return ALL_BRANCHES if (setting.r >= 2 and not setting.untied) else BRANCHES
+
+
+@dataclass(frozen=True)
+class StartRecord:
+    """One start a result was chosen from: its name (``default``, ``scaled``, ``wide_m``, ``pattern``, ``mixed``,
+    ``lifted_tied``, ``ladder``, ``continued`` ...), the status it reached and its training loss (NaN unless
+    valid)."""
+
+    name: str
+    status: Status
+    train_loss: float
+
+    def to_dict(self) -> dict[str, Any]:
+        tl = self.train_loss
+        return {"name": self.name, "status": self.status.value, "train_loss": tl if math.isfinite(tl) else None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StartRecord:
+        tl = d.get("train_loss")
+        return cls(str(d["name"]), Status(d["status"]), float("nan") if tl is None else float(tl))
 
 _LEGACY_STATUS = (("collapsed", Status.collapsed), ("not converged", Status.not_converged),
                   ("not_converged", Status.not_converged), ("diverged", Status.diverged),
@@ -101,6 +132,8 @@ class FixedPoint:
                 alias).  Numbers of a non-ok point are kept for diagnosis only.
     warnings  : :class:`~attnphase.notes.Note` records (code + message) that do not invalidate the result (e.g.
                 proximal points above the gradient tolerance).
+    starts    : :class:`StartRecord` per start tried where the result is the best of several (name, status, train
+                loss; empty where one start sufficed).  In to_dict as "starts" (omitted when empty).
     hints     : :class:`SolverHints` for a continuation from this point (never serialised: a point read back with
                 :meth:`from_dict` has none, and a solve started from it takes the path of a cold start).
     errors    : one-standard-error integration-error estimates (spread over independent scramblings) of the
@@ -128,6 +161,7 @@ class FixedPoint:
     seconds: float
     precision: str
     setting: dict[str, Any]
+    starts: tuple[StartRecord, ...] = ()
     hints: SolverHints = field(default=SolverHints(), repr=False, compare=False)
 
     def __init__(self, alpha: float, omega: float, branch: str, overlaps: Overlaps, hats: HatOverlaps,
@@ -136,7 +170,7 @@ class FixedPoint:
                  status: str | Status = Status.ok, warnings: tuple[Note | str, ...] | list[Note | str] = (),
                  message: str = "", n_points: int = 0, n_replicas: int = 0, seconds: float = 0.0,
                  precision: str = "default", setting: dict[str, Any] | None = None,
-                 hints: SolverHints | None = None) -> None:
+                 hints: SolverHints | None = None, starts: Sequence[StartRecord] = ()) -> None:
         st, notes = as_status(status)
         if converged is False and st == Status.ok:
             # First-version records: converged = False with an 'ok' text meant 'not converged'.
@@ -161,6 +195,8 @@ class FixedPoint:
         _set(self, "seconds", float(seconds))
         _set(self, "precision", str(precision))
         _set(self, "setting", dict(setting or {}))
+        _set(self, "starts", tuple(st if isinstance(st, StartRecord) else StartRecord.from_dict(st)
+                                   for st in starts))
         _set(self, "hints", hints or SolverHints())
 
     # -- status
@@ -241,6 +277,8 @@ class FixedPoint:
                   "precision": self.precision, "setting": self.setting})
         if not self.is_study_shape:
             d.update({"overlaps": self.overlaps.to_dict(), "hats": self.hats.to_dict()})
+        if self.starts:
+            d["starts"] = [st.to_dict() for st in self.starts]
         return _clean(d)
 
     @classmethod
@@ -258,7 +296,8 @@ class FixedPoint:
                    converged=d.get("converged"), iterations=d.get("iterations", 0), residual=d.get("residual"),
                    status=d.get("status", "ok"), warnings=_notes_from(d), message=d.get("message", ""),
                    n_points=d.get("n_points", 0), n_replicas=d.get("n_replicas", 0), seconds=d.get("seconds", 0.0),
-                   precision=d.get("precision", "default"), setting=d.get("setting"))
+                   precision=d.get("precision", "default"), setting=d.get("setting"),
+                   starts=d.get("starts") or ())
 
 
 def _set(obj: Any, name: str, value: Any) -> None:

@@ -18,7 +18,15 @@ from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import points_dim
 from attnphase.theory.model.observables import test_error as _test_error
 from attnphase.theory.model.observables import test_error_estimate
-from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch, canonical_gauge
+from attnphase.theory.model.overlaps import (
+    Branch,
+    HatOverlaps,
+    Layout,
+    Overlaps,
+    as_branch,
+    canonical_gauge,
+    lift_to_untied,
+)
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
@@ -34,15 +42,18 @@ from attnphase.theory.solvers.fixed_point import (
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
-    BRANCHES,
+    ALL_BRANCHES,
+    MIXED,
     FixedPoint,
     SolverHints,
+    StartRecord,
+    branches_for,
     check_branch,
     check_theory_setting,
     lowest,
     summaries,
 )
-from attnphase.theory.state_evolution.starts import default_start, mixed_start_from, structured_starts
+from attnphase.theory.state_evolution.starts import default_start, mixed_start_from, named_starts
 
 SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix (see fixed_point.chord)
 _RESEED_LEVEL = 5.0  # order parameter / collapse threshold where a full solve restarts after a coarse collapse
@@ -127,51 +138,184 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     return sol.x.copy(), nm, sol.nit + n_eval, False
 
 
+# Where a positional point is found by no start, it is followed up in alpha from LADDER_FROM (where the default start
+# finds it in every setting measured) in steps of at most LADDER_RATIO: the positional fixed point at alpha >= 3 of
+# the study (fast) attracts no damped / Anderson iteration from any start tried (default, scaled: both collapse),
+# but continuation reaches it (chord steps with the previous alpha's Jacobian).
+LADDER_FROM = 0.5
+LADDER_RATIO = 1.5
+# The mixed branch likewise from alpha = 1 (r = 2, omega 0.3, fast: from the mixed start at alpha 3 the free
+# iteration runs off to m ~ 4, not converged, while the curve from alpha 1 reaches the mixed point, train loss
+# 0.003366, below the semantic 0.003974; the mixed point exists from alpha ~ 0.75, docs/rank2.md).
+LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0}
+_LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
+
+
+def is_study_shape(setting: Setting) -> bool:
+    """L = 2, r = r* = 1, tied: every branch has one fixed point (measured), the first valid start is kept."""
+    return setting.L == 2 and setting.r == 1 and setting.r_star == 1 and not setting.untied
+
+
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
-          multistart: bool = False) -> FixedPoint:
-    """Fixed point of the self-consistent equations on one branch (or "global": the lowest train_loss of
-    positional, semantic, agnostic).  "free" imposes no constraint (m and theta both free): for r >= 2 its default
-    start puts theta in the first rank directions and m in the next, but it is not robust (measured at L = 2,
-    r = 2, alpha = 1.5: the iteration runs off to a far positional point, m ~ 3, not converged); pass a mixed
-    start as init (benchmarks/rank2.py builds one from the rank-1 semantic and positional solutions).
+          multistart: bool | None = None, ladder: bool = True) -> FixedPoint:
+    """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
+    (r >= 2, tied: one student direction positional, another semantic; solved with m and theta both free from
+    the mixed start), "free" (no constraint, from its default or a given start) or "global" (results.lowest over
+    every branch the setting has: results.branches_for).
 
-    multistart: without init, also solve from starts.extra_starts (fixed points the default start was measured
-    to miss: for r* = 2 / L > 2 positional, the r = 2 mixed minimum) and return the valid one with the lowest
-    training loss; the others are listed in its warnings.  The study's setting has no extra starts.
+    Without init the answer does not depend on the caller knowing about starts (multistart None, the default):
+    the branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them
+    the structured starts, the mixed start, the tied solution lifted for an untied student; starts.named_starts)
+    and the valid one with the lowest training loss is kept; in the study shape (L = 2, r = r* = 1, tied),
+    semantic and agnostic branches and the untied student the first valid one (one fixed point per branch
+    measured there).  Where no start gives a valid positional point, it is continued internally from alpha =
+    LADDER_FROM.  Which starts ran and what each gave: FixedPoint.starts (empty where the first one sufficed).
+    multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
+    continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
     Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
     ValueError/TypeError, checked before any work)."""
     check_theory_setting(setting)
     alpha = check_alpha(alpha)
-    # "free" (no constraint) is the branch of the mixed minimum of a student with rank r >= 2: one direction
-    # positional, another semantic (measured: L = 2, r = 2, r* = 1, alpha = 1.5 lands there in simulation).
-    check_branch(branch, BRANCHES + ("free", "global"))
+    check_branch(branch, ALL_BRANCHES + ("free", "global"))
+    if branch == MIXED and MIXED not in branches_for(setting):
+        raise InputError("the mixed fixed point needs a tied student of rank r >= 2 (one column per mechanism); "
+                         f"this setting has r = {setting.r}, student {setting.student}")
     prec = get_precision(precision)
-    if not isinstance(multistart, bool):
-        raise InputTypeError(f"multistart must be a bool, got {type(multistart).__name__}")
+    if multistart is not None and not isinstance(multistart, bool):
+        raise InputTypeError(f"multistart must be a bool or None, got {type(multistart).__name__}")
+    many = multistart is not False
     if branch == "global":
         return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
                                         multistart=multistart))
-    fp = _solve_one(setting, alpha, branch, prec, init, seed, kernel)
-    if multistart and init is None:
-        extra = extra_starts(setting, alpha, branch, prec, seed)
-        if extra:
-            fp = _best_of([fp] + [_solve_one(setting, alpha, branch, prec, o, seed, kernel) for o in extra])
+    if init is not None:
+        return _solve_named(setting, alpha, branch, prec, init, seed, kernel)
+    return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
+
+
+def _solve_named(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
+                 seed: int, kernel: str) -> FixedPoint:
+    """One solve from one start; "mixed" runs on the free layout and is then checked to be mixed."""
+    if branch != MIXED:
+        return _solve_one(setting, alpha, branch, prec, init, seed, kernel)
+    if isinstance(init, FixedPoint) and init.branch == MIXED:
+        init = dataclasses.replace(init, branch="free")  # (its hints continue the free layout's solve)
+    fp = _solve_one(setting, alpha, "free", prec, init, seed, kernel)
+    fp = dataclasses.replace(fp, branch=MIXED)
+    if fp.valid:
+        s = fp.summary()
+        if s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho):
+            fp = dataclasses.replace(fp, status=Status.collapsed,
+                                     message="theta vanished from the mixed start: no mixed fixed point here (the "
+                                             "free iteration reached a positional or agnostic point)")
+        elif s["m"] < 1e-2 * np.sqrt(s["q"]):
+            fp = dataclasses.replace(fp, status=Status.collapsed,
+                                     message="m vanished from the mixed start: no mixed fixed point here (the free "
+                                             "iteration reached a semantic or agnostic point)")
     return fp
 
 
-def _best_of(points: list[FixedPoint]) -> FixedPoint:
-    """The valid point with the lowest training loss (the first if none is valid), as a new record whose warnings
-    say what the other starts gave and whose seconds and iterations are the sums over all."""
-    ok = [i for i, p in enumerate(points) if p.valid]
-    k = min(ok, key=lambda i: points[i].train_loss) if ok else 0
-    best = points[k]
-    others = "; ".join(f"start {i}: {p.status.value}" + (f", train loss {p.train_loss:.6g}" if p.valid else "")
-                       for i, p in enumerate(points) if i != k)
-    note = Note(NoteCode.multistart, f"multistart: start {k} of {len(points)} chosen (lowest train loss); {others}")
-    return dataclasses.replace(best, warnings=best.warnings + (note,), seconds=sum(p.seconds for p in points),
-                               iterations=sum(p.iterations for p in points))
+def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, seed: int, kernel: str,
+                many: bool) -> list[tuple[str, object]]:
+    """(name, start) in the order tried; a start may be a callable (built only when reached) returning Overlaps or
+    None (could not be built).  The default start is None."""
+    if branch == MIXED:
+        return [("mixed", lambda: mixed_start(setting, alpha, prec, seed))]
+    if not many:
+        return [("default", None)]
+    if setting.untied:
+        def lifted() -> Overlaps | None:
+            tied = solve(setting.replace(student="tied"), alpha, branch, prec, seed=seed, kernel=kernel)
+            if not tied.valid:
+                return None
+            o = lift_to_untied(tied.overlaps, corr=_LIFT_CORR)
+            # theta = [theta; theta] against q's correlated blocks has theta^T q^-1 theta = 2 / (1 + c) times the
+            # tied one's: scaled back, so that a tied semantic point near the admissible edge lifts inside it.
+            return dataclasses.replace(o, theta=o.theta * np.sqrt((1 + _LIFT_CORR) / 2))
+        # The tied solution lifted first: the untied default start reaches a far positional point at omega = 0.3,
+        # alpha = 3 (m 2.89, train loss 0.053, 737 iterations) where simulations end at m ~ 0.27.
+        return [("lifted_tied", lifted), ("default", None)] + named_starts(setting, branch, alpha)
+    return [("default", None)] + named_starts(setting, branch, alpha)
+
+
+def _first_valid(setting: Setting, branch: str) -> bool:
+    """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
+    everywhere but the positional branch of r* >= 2 (a far point, m 2.83, train loss 0.0138, from the default start)
+    and of L > 2 (a shallow ring of positional minima), and the mixed branch."""
+    if branch == MIXED:
+        return False
+    if branch == "positional" and not setting.untied:
+        return setting.r_star == 1 and setting.L == 2
+    return True
+
+
+def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, seed: int, kernel: str, many: bool,
+                  ladder: bool) -> FixedPoint:
+    tried: list[tuple[str, FixedPoint | None]] = []
+    first = _first_valid(setting, branch)
+    for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
+        o = start() if callable(start) else start
+        if o is None and name != "default":
+            tried.append((name, None))
+            continue
+        fp = _solve_named(setting, alpha, branch, prec, o, seed, kernel)
+        tried.append((name, fp))
+        if fp.valid and first:
+            break
+    # (L = 2 only: for L = 3 simplex, omega 0.3, alpha 1.5 the ladder's base at alpha 0.5 does not converge either, on
+    # the ring of positional minima, and cost 20 s of CPU for the verdict the four starts had given.)
+    a0 = LADDER_BASE.get(branch)
+    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
+            p is not None and p.valid for _, p in tried):
+        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
+    return _best_of(tried)
+
+
+def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
+            branch: str = "positional", a0: float = LADDER_FROM) -> FixedPoint:
+    """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
+    its Jacobian and scramblings' fixed points: the path of a curve), from base (a valid point of the branch) or,
+    without one, from the branch's start set at a0."""
+    a0 = base.alpha if base is not None else a0
+    n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
+    grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
+    grid[-1] = alpha
+    prev = base if base is not None else _solve_starts(setting, float(grid[0]), branch, prec, seed, kernel, True,
+                                                       ladder=False)
+    seconds, iters = (0.0, 0) if base is not None else (prev.seconds, prev.iterations)
+    for a in grid[1:]:
+        if not prev.valid:
+            break
+        prev = _solve_named(setting, float(a), branch, prec, prev, seed, kernel)
+        seconds, iters = seconds + prev.seconds, iters + prev.iterations
+    if not prev.valid or prev.alpha != alpha:
+        msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
+               f"({prev.status.value})")
+        st = prev.status if prev.status != Status.ok else Status.not_converged
+        return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters)
+    return dataclasses.replace(prev, seconds=seconds, iterations=iters)
+
+
+def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:
+    """The valid point with the lowest training loss (the first solved one if none is valid).  Where more than one
+    start was tried: a new record with every start's outcome in `starts` (and a note), seconds and iterations
+    summed over all."""
+    solved = [(n, p) for n, p in tried if p is not None]
+    ok = [(n, p) for n, p in solved if p.valid]
+    name, best = min(ok, key=lambda t: t[1].train_loss) if ok else solved[0]
+    if len(tried) == 1:
+        return best
+    records = tuple(StartRecord(n, p.status if p is not None else Status.inadmissible,
+                                p.train_loss if p is not None and p.valid else float("nan")) for n, p in tried)
+    others = "; ".join(f"{r.name}: {r.status.value}" + (f", train loss {r.train_loss:.6g}" if r.status == Status.ok
+                                                        else "") for r in records if r.name != name)
+    how = "lowest train loss" if ok else "none valid"
+    note = Note(NoteCode.multistart, f"start {name} chosen of {len(tried)} ({how}); {others}")
+    if not ok and not best.message:
+        best = dataclasses.replace(best, message=f"no valid point from {', '.join(r.name for r in records)}")
+    return dataclasses.replace(best, warnings=best.warnings + (note,), starts=records,
+                               seconds=sum(p.seconds for _, p in solved), iterations=sum(p.iterations for _, p in solved))
 
 
 def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
@@ -367,10 +511,11 @@ def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: SolverHi
 
 
 def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,
-              inits: dict | None = None, *, kernel: str = "auto", multistart: bool = False) -> dict[str, FixedPoint]:
+              inits: dict | None = None, *, kernel: str = "auto", multistart: bool | None = None) -> dict[str, FixedPoint]:
+    """Every branch the setting has (results.branches_for: with "mixed" for r >= 2) at one alpha."""
     inits = inits or {}
     return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel,
-                     multistart=multistart) for b in BRANCHES}
+                     multistart=multistart) for b in branches_for(setting)}
 
 
 def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
@@ -385,22 +530,24 @@ def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, 
                    init: Overlaps | FixedPoint | None, nearest: FixedPoint | None = None) -> tuple[FixedPoint, int]:
     """solve() from init; where that fails, from the nearest solved point of the branch, then from the default
     start (a neighbour next to a branch end, where the order parameter is small, can lead the iteration onto the
-    agnostic point).  A start that is init is not tried twice.  (last fixed point, solves)."""
-    p = solve(setting, alpha, branch, precision, init=init, seed=seed)
+    agnostic point).  A start that is init is not tried twice.  No internal continuation (ladder=False): the caller
+    (the transition's branch ends) is continuing the branch itself.  (last fixed point, solves)."""
+    p = solve(setting, alpha, branch, precision, init=init, seed=seed, ladder=False)
     n = 1
     for retry in ([nearest] if nearest is not None else []) + [None]:
         if p.valid or retry is init:
             continue
-        p = solve(setting, alpha, branch, precision, init=retry, seed=seed)
+        p = solve(setting, alpha, branch, precision, init=retry, seed=seed, ladder=False)
         n += 1
     return p, n
 
 
 def mixed_start(setting: Setting, alpha: float, precision: str | Precision = "fast", seed: int = 0) -> Overlaps:
-    """The mixed start of the free branch for r = 2, r* = 1, from the rank-1 student's semantic and positional
-    fixed points at the same alpha (two rank-1 solves)."""
-    if setting.r != 2 or setting.r_star != 1:
-        raise InputError(f"the mixed start is built for r = 2, r* = 1; got r = {setting.r}, r* = {setting.r_star}")
+    """The mixed start for a tied student of rank r >= 2, from the rank-1 student's semantic and positional fixed
+    points at the same alpha (two rank-1 solves, every start they need)."""
+    if setting.r < 2 or setting.untied:
+        raise InputError(f"the mixed start is built for a tied student of rank r >= 2; got r = {setting.r}, "
+                         f"student {setting.student}")
     one = setting.replace(r=1)
     return mixed_start_from(solve(one, alpha, "semantic", precision, seed=seed),
                             solve(one, alpha, "positional", precision, seed=seed), setting)
@@ -408,9 +555,9 @@ def mixed_start(setting: Setting, alpha: float, precision: str | Precision = "fa
 
 def extra_starts(setting: Setting, alpha: float, branch: str, precision: str | Precision = "fast",
                  seed: int = 0) -> list[Overlaps]:
-    """The starts of solve(..., multistart=True) besides the default one: starts.structured_starts, and for the free
-    branch of r = 2, r* = 1 the mixed start (two rank-1 solves at this alpha; see mixed_start)."""
-    out = structured_starts(setting, branch)
-    if branch == "free" and setting.r == 2 and setting.r_star == 1 and not setting.untied:
+    """The starts solve() tries besides the default one that need no solve (starts.named_starts), and for the free
+    branch of a tied r >= 2 student the mixed start (two rank-1 solves at this alpha; see mixed_start)."""
+    out = [o for _, o in named_starts(setting, branch, alpha)]
+    if branch in ("free", MIXED) and setting.r >= 2 and not setting.untied:
         out.append(mixed_start(setting, alpha, precision, seed))
     return out

@@ -15,6 +15,8 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, lift_to_untied
 from attnphase.theory.state_evolution.results import FixedPoint
 
+SCALED_FROM = 1.5  # semantic / agnostic: alpha above which the scaled start is tried (see named_starts)
+
 
 def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     """Starting overlaps.  Study (L = 2, r = r* = 1): positional (q, m, V, theta) = (0.02, 0.2, 15, 0), semantic
@@ -47,37 +49,100 @@ def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
 
 
 
-def mixed_start_from(semantic: FixedPoint | None, positional: FixedPoint | None, setting: Setting) -> Overlaps:
-    """Rank-2 overlaps from rank-1 fixed points (invalid or missing ones replaced by the default start's values:
-    q 0.05 / 0.02, the default V, theta 0.1, m 0.2 along the first token's sign pattern of the positional code)."""
-    L = setting.L
+def mixed_start_from(semantic: FixedPoint | None, positional: FixedPoint | None, setting: Setting | int) -> Overlaps:
+    """Rank-r (r >= 2) overlaps from rank-1 fixed points: student direction 1 the semantic solution, direction 2
+    the positional one, the others (r > 2) small (q 0.02, the default V, nothing learnt).  Invalid or missing ones
+    are replaced by the default start's values: q 0.05 / 0.02, the default V, theta 0.1 on the teacher's first
+    direction, m 0.2 along the first token's sign pattern of the positional code.  setting: the rank-r setting
+    (an int is read as L, with r = 2, r* = 1)."""
+    if not isinstance(setting, Setting):
+        setting = Setting(L=int(setting), r=2)
+    L, r, rs = setting.L, max(setting.r, 2), setting.r_star
     V0 = float(default_start(setting.replace(r=1), "agnostic").V[0, 0])
     s = semantic if semantic is not None and semantic.valid else None
     p = positional if positional is not None and positional.valid else None
-    qs, Vs, ts = (float(s.q[0, 0]), float(s.V[0, 0]), float(s.theta[0, 0])) if s else (0.05, V0, 0.1)
+    qs, Vs = (float(s.q[0, 0]), float(s.V[0, 0])) if s else (0.05, V0)
+    ts = np.asarray(s.theta[0], dtype=float) if s else np.eye(1, rs)[0] * 0.1
     qp, Vp = (float(p.q[0, 0]), float(p.V[0, 0])) if p else (0.02, V0)
     if p is not None:
         mp = np.asarray(p.m[:, 0], dtype=float)
     else:
         mp = np.zeros(L)
         mp[0], mp[1:] = 0.2, -0.2 / (L - 1)
-    return Overlaps(q=np.diag([qs, qp]), m=np.stack([np.zeros(L), mp], axis=1), V=np.diag([Vs, Vp]),
-                    theta=np.array([[ts], [0.0]]))
+    m = np.zeros((L, r))
+    m[:, 1] = mp
+    theta = np.zeros((r, rs))
+    theta[0] = ts
+    return Overlaps(q=np.diag([qs, qp] + [0.02] * (r - 2)), m=m, V=np.diag([Vs, Vp] + [V0] * (r - 2)), theta=theta)
 
 
-def structured_starts(setting: Setting, branch: str) -> list[Overlaps]:
+def scaled_start(setting: Setting, alpha: float, branch: str | Branch) -> Overlaps:
+    """A start that follows the measured structure of each branch's fixed point with alpha, sigma, lambda and the
+    positions, for where the fixed default start (V = 0.6 sigma^2 / lambda) is too far (study setting, fast: the
+    default positional start collapses at alpha >= 3, the agnostic one is inadmissible at alpha >= 5).
+
+    Measured (study, omega = 0.3, fast, by continuation): positional V = 20.6, 13.6, 8.03, 4.83, 2.35, 0.453 at
+    alpha = 0.5, 1.5, 3, 5, 10, 50, i.e. close to (sigma^2 / lambda) / (1 + alpha) (the ridge limit sigma^2 /
+    lambda at alpha -> 0, ~ 23 / alpha at large alpha), with rms m 0.22-0.29 and q 0.02-0.05 at every alpha;
+    with the positional Gram matrix scaled by 4 (positions "2,-2;-2,2") rms m 0.29-0.32, q 0.014-0.033, V 17.9 to
+    0.34: m is a score-level quantity (the scores see m_l m_k), nearly independent of |p|.  Semantic: V close to
+    the same (sigma^2 / lambda) / (1 + alpha), theta 0.13-0.23, q 0.09-0.21 rho.  Agnostic: q 0.09-0.13, V = 26,
+    19, 14, 9.3, 4.0 at alpha = 1.5, 3, 5, 10, 50 (~ 1.2 (sigma^2 / lambda) / (1 + sqrt(alpha))).
+
+    m: 0.27 along the leading direction of the positional Gram matrix (scaled to max-abs entry 1); semantic theta
+    0.2 sqrt(rho) on the first min(r, r*) diagonal entries.  Untied: the tied start lifted."""
+    b = as_branch(branch)
+    if setting.untied:
+        return lift_to_untied(scaled_start(setting.replace(student="tied"), alpha, b))
+    L, r, rs = setting.L, setting.r, setting.r_star
+    ridge = setting.sigma**2 / setting.lam
+    V = ridge / (1.0 + alpha) * np.eye(r)
+    q = 0.04 * np.eye(r)
+    m = np.zeros((L, r))
+    theta = np.zeros((r, rs))
+    if b == Branch.agnostic:
+        V = 1.2 * ridge / (1.0 + np.sqrt(alpha)) * np.eye(r)
+        q = 0.12 * np.eye(r)
+    if b.has_m:
+        U = Layout.for_setting(setting, b).basis
+        col = min(r, rs) if (b == Branch.free and r > min(r, rs)) else 0
+        if U.shape[1]:
+            m[:, col] = 0.27 * U[:, 0]
+    if b.has_theta:
+        k = min(r, rs)
+        theta[:k, :k] = 0.2 * np.sqrt(setting.rho) * np.eye(k)
+        q = np.diag([0.15 * setting.rho] * k + [0.04] * (r - k))
+    return Overlaps(q=q, m=m, V=V, theta=theta)
+
+
+def structured_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[Overlaps]:
     """Starts besides the default one that need no solve, each for a fixed point the default start was measured to
     miss (docs/rank2.md): positional, q = 0.08, m twice the default's (for r* = 2 the default start converges to a
     far positional point, m 2.83, train loss 0.0138, which simulations never reach; this start to the near one,
     m 0.329, train loss 0.0060, alpha = 1.5); for L > 2 also a permutation-like pattern (one token against the
     others through G, rms 0.2): with permutation-symmetric A and G the positional minima form a shallow ring and the
-    default start drifts along it.  The study's setting (L = 2, r = r* = 1) has none."""
+    default start drifts along it.  With alpha, the scaled start first (see scaled_start).  Named versions:
+    named_starts."""
+    return [o for _, o in named_starts(setting, branch, alpha)]
+
+
+def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[tuple[str, Overlaps]]:
+    """(name, overlaps) of the starts besides the default one that need no solve: "scaled" (scaled_start; only
+    with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
+    any shape other than L = 2, r = r* = 1 "wide_m" (q 0.08, twice the default m) and for L > 2 "pattern" (see
+    structured_starts)."""
+    b = as_branch(branch)
+    out: list[tuple[str, Overlaps]] = []
+    # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
+    # (0.6 (1 + alpha) > 1.5): below that it adds nothing measured (the study's semantic points below its end at
+    # 0.72 collapse from both), and the study's curves stay exactly as they were.
+    if alpha is not None and b != Branch.free and (b == Branch.positional or alpha > SCALED_FROM):
+        out.append(("scaled", scaled_start(setting, alpha, b)))
     if setting.untied:
-        return []
-    d0 = default_start(setting, branch)
-    out: list[Overlaps] = []
-    if branch == "positional" and (setting.L > 2 or setting.r > 1 or setting.r_star > 1):
-        out.append(Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta))
+        return out
+    d0 = default_start(setting, b)
+    if b == Branch.positional and (setting.L > 2 or setting.r > 1 or setting.r_star > 1):
+        out.append(("wide_m", Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)))
         if setting.L > 2:
             e = np.zeros(setting.L)
             e[0] = 1.0
@@ -85,5 +150,5 @@ def structured_starts(setting: Setting, branch: str) -> list[Overlaps]:
             if np.any(pattern != 0):
                 m = np.zeros((setting.L, setting.r))
                 m[:, 0] = 0.2 * pattern / np.sqrt(np.mean(pattern**2))
-                out.append(Overlaps(q=d0.q, m=m, V=d0.V, theta=d0.theta))
+                out.append(("pattern", Overlaps(q=d0.q, m=m, V=d0.V, theta=d0.theta)))
     return out

@@ -1,0 +1,207 @@
+"""Issue 21: every branch the setting has, one answer however it is asked (single point, inside curves, any
+precision).  Fast tests at `fast` precision on the study's shapes; the matrix over settings and the comparison with
+finite-d simulation are slow."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnphase.errors import InputError
+from attnphase.setting import Setting
+from attnphase.theory.solvers.fixed_point import Status
+from attnphase.theory.state_evolution.curves import solve_curve
+from attnphase.theory.state_evolution.results import FixedPoint, StartRecord, branches_for
+from attnphase.theory.state_evolution.solve import solve, solve_all
+from attnphase.theory.state_evolution.starts import mixed_start_from, named_starts, scaled_start
+
+KEYS = ("q", "m", "theta", "V")
+
+
+def _err(p: FixedPoint, k: str) -> float:
+    e = p.errors.get(k, float("nan"))
+    return 0.0 if e is None or not math.isfinite(e) else e
+
+
+def same_point(a: FixedPoint, b: FixedPoint, k_sigma: float = 4.0, rel: float = 2e-3) -> None:
+    """Same status and, where valid, values within k_sigma combined standard errors (plus rel relative: the
+    solver's own stopping error, and the fast level's bias on one scrambling's path)."""
+    assert a.status == b.status, (a.alpha, a.branch, a.status, b.status, a.message, b.message)
+    if not a.valid:
+        return
+    sa, sb = a.summary(), b.summary()
+    for k in KEYS + ("train_loss",):
+        va = a.train_loss if k == "train_loss" else sa[k]
+        vb = b.train_loss if k == "train_loss" else sb[k]
+        tol = k_sigma * math.hypot(_err(a, k), _err(b, k)) + rel * max(abs(va), abs(vb)) + 1e-9
+        assert abs(va - vb) <= tol, (a.alpha, a.branch, k, va, vb, tol)
+
+
+def at(points: list[FixedPoint], alpha: float) -> FixedPoint:
+    return next(p for p in points if math.isclose(p.alpha, alpha))
+
+
+# -- bookkeeping (no solves)
+
+def test_branches_for_lists_the_mixed_branch_only_for_rank_two_or_more():
+    assert branches_for(Setting()) == ("positional", "semantic", "agnostic")
+    assert branches_for(Setting(r=2)) == ("positional", "semantic", "agnostic", "mixed")
+    assert "mixed" not in branches_for(Setting(student="untied"))
+    with pytest.raises(InputError, match="rank r >= 2"):
+        solve(Setting(), 1.5, "mixed", "fast")
+
+
+def test_start_records_round_trip_through_to_dict():
+    st = (StartRecord("default", Status.collapsed, float("nan")), StartRecord("scaled", Status.ok, 0.0071))
+    o = scaled_start(Setting(), 3.0, "positional")
+    fp = FixedPoint(3.0, 0.3, "positional", o, {"qhat": [[0.0]], "mhat": [[0.0], [0.0]], "Vhat": [[0.0]],
+                                                 "thetahat": [[0.0]]}, 0.0071, 0.003, starts=st)
+    d = fp.to_dict()
+    assert d["starts"] == [{"name": "default", "status": "collapsed", "train_loss": None},
+                           {"name": "scaled", "status": "ok", "train_loss": 0.0071}]
+    back = FixedPoint.from_dict(d)
+    assert [s.name for s in back.starts] == ["default", "scaled"] and back.starts[1].train_loss == 0.0071
+    # One start: no "starts" key (the study's records are unchanged).
+    assert "starts" not in FixedPoint(3.0, 0.3, "positional", o, fp.hats, 0.0071, 0.003).to_dict()
+
+
+def test_scaled_start_follows_alpha_and_the_ridge():
+    s = Setting()
+    for a in (0.5, 3.0, 50.0):
+        o = scaled_start(s, a, "positional")
+        assert o.V[0, 0] == pytest.approx(25.0 / (1 + a)) and abs(o.m[0, 0]) == pytest.approx(0.27)
+    assert scaled_start(Setting(sigma=1.0), 3.0, "semantic").V[0, 0] == pytest.approx(100.0 / 4)
+    names = [n for n, _ in named_starts(Setting(L=3), "positional", 1.5)]
+    assert names == ["scaled", "wide_m", "pattern"]
+    # mixed start for r > 2 and r* = 2 (column 0 semantic, column 1 positional, the rest small).
+    o = mixed_start_from(None, None, Setting(r=3, r_star=2))
+    assert o.dims == (2, 3, 2) and np.all(o.m[:, 0] == 0) and np.all(o.theta[1:] == 0) and o.theta[0, 0] > 0
+
+
+# -- the study's setting (fast precision): single points against curves
+
+def test_study_positional_at_large_alpha_is_found_as_a_single_point_and_in_curves():
+    """Issue 21: at fast precision the default positional start collapses from alpha = 3 on, while a curve reaches
+    the branch (alpha 3: m 0.266, train loss 0.007105).  Measured by continuation (fast): m 0.2665, 0.2755; q 0.0469,
+    0.0385; V 8.03, 4.83 at alpha 3, 5."""
+    s = Setting(omega=0.3)
+    single = solve(s, 5.0, "positional", "fast")
+    assert single.valid and single.summary()["m"] == pytest.approx(0.2755, rel=0.01)
+    assert [r.name for r in single.starts][-1] == "ladder" and single.starts[0].status != Status.ok
+    one = solve_curve(s, [0.5, 1.5, 3.0, 5.0], "positional", "fast")
+    two = solve_curve(s, [2.0, 5.0], "positional", "fast")
+    same_point(single, at(one, 5.0))
+    same_point(single, at(two, 5.0))
+    assert at(one, 3.0).train_loss == pytest.approx(0.007105, rel=2e-3)
+
+
+def test_study_agnostic_at_large_alpha_is_admissible_from_the_scaled_start():
+    """Issue 21: the agnostic point at alpha 5 was `inadmissible` as a single point and `ok` on a grid."""
+    s = Setting(omega=0.3)
+    single = solve(s, 5.0, "agnostic", "fast")
+    assert single.valid and [r.name for r in single.starts] == ["default", "scaled"]
+    same_point(single, at(solve_curve(s, [3.0, 4.0, 5.0], "agnostic", "fast"), 5.0))
+
+
+def test_rescaled_positions_global_is_positional_at_every_precision():
+    """Issue 21: positions "2,-2;-2,2", alpha 1.5, fast: the positional branch collapsed as a single point (global
+    then said semantic, 0.003054); inside a curve it is the minimum (0.002866)."""
+    s = Setting(omega=0.3, positions="2,-2;-2,2")
+    g = solve(s, 1.5, "global", "fast")
+    assert g.branch == "positional" and g.train_loss == pytest.approx(0.002866, rel=2e-3)
+    same_point(g, at(solve_curve(s, [0.5, 1.0, 1.5], "positional", "fast"), 1.5))
+
+
+def test_single_start_opt_out_keeps_the_old_path():
+    s = Setting(omega=0.3)
+    p = solve(s, 5.0, "agnostic", "fast", multistart=False)
+    assert p.status == Status.inadmissible and p.starts == ()
+
+
+# -- the matrix (slow): single point = the same alpha inside two different curves
+
+MATRIX = {
+    "study": dict(),
+    "rescaled": dict(positions="2,-2;-2,2"),
+    "L3": dict(L=3, positions="simplex"),
+    "L4": dict(L=4, positions="orthogonal"),
+    "r2": dict(r=2),
+    "rstar2": dict(r_star=2),
+    "untied": dict(student="untied"),
+}
+GRIDS = {3.0: ([1.0, 2.0, 3.0], [3.0, 4.0]), 5.0: ([2.0, 3.5, 5.0], [5.0, 6.0]), 10.0: ([5.0, 10.0], [8.0, 10.0])}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alpha", sorted(GRIDS))
+@pytest.mark.parametrize("name", sorted(MATRIX))
+def test_single_point_equals_the_same_alpha_inside_two_curves(name, alpha):
+    s = Setting(omega=0.3, **MATRIX[name])
+    if s.untied and alpha > 3.0:
+        pytest.skip("untied: alpha 3 only (a fixed point costs tens of seconds at fast precision)")
+    for b in branches_for(s):
+        single = solve(s, alpha, b, "fast")
+        for grid in GRIDS[alpha]:
+            same_point(single, at(solve_curve(s, grid, b, "fast"), alpha))
+
+
+# -- theory against finite-d simulation (slow): every minimum simulation reaches is a converged branch
+
+SIM_SETTINGS = {"r2": dict(r=2), "rstar2": dict(r_star=2), "L3": dict(L=3, positions="simplex")}
+# r* = 2 from the semantic start: at alpha 1.5 the runs end at theta ~ 0.13, in the finite-d landscape's many small-theta
+# minima above the replica-symmetric value (docs/rank2.md, the rank-2 teacher's semantic branch): no branch to match.
+SIM_INITS = {"r2": ("positional", "semantic", "random"), "rstar2": ("positional", "random"),
+             "L3": ("positional", "semantic", "random")}
+
+
+def _sim_minima(setting: Setting, alpha: float, d: int, seeds, inits) -> list[tuple[str, float]]:
+    from test_engine_vs_simulation import content_losses
+
+    from attnphase.experiments.simulation import simulate
+
+    out = []
+    for seed in seeds:
+        for init in inits:
+            r = simulate(setting, d, alpha, init=init, optimizer="lbfgs", seed=seed, n_test=2000)
+            Q = np.asarray(r.Q, dtype=float)
+            out.append((init, content_losses(setting, d, alpha, seed, Q)[0]))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SIM_SETTINGS))
+def test_every_simulated_minimum_is_a_converged_branch_and_global_is_the_lowest(name):
+    """omega 0.3, alpha 1.5, d = 500, seeds 0-2, structured and random starts (SIM_INITS): the seed mean of each
+    start's training loss (positional output term removed) matches a converged branch of solve_all within 3
+    standard errors + 5% (the rule of docs/rank2.md; one seed is 4% off at r* = 2), global_minimum is the lowest of
+    the converged branches and not above the matched one."""
+    s = Setting(omega=0.3, **SIM_SETTINGS[name])
+    pts = solve_all(s, 1.5, "fast")
+    ok = [p for p in pts.values() if p.valid]
+    g = solve(s, 1.5, "global", "fast")
+    assert g.train_loss == min(p.train_loss for p in ok if p.branch != "agnostic")
+    runs = _sim_minima(s, 1.5, 500, (0, 1, 2), SIM_INITS[name])
+    for init in SIM_INITS[name]:
+        losses = np.array([loss for i, loss in runs if i == init])
+        mean, se = losses.mean(), losses.std(ddof=1) / np.sqrt(len(losses))
+        match = min(ok, key=lambda p: abs(p.train_loss - mean))
+        assert abs(mean - match.train_loss) <= 3 * se + 0.05 * match.train_loss, (name, init, losses, match.branch)
+        assert g.train_loss <= match.train_loss * (1 + 1e-9)
+
+
+
+@pytest.mark.slow
+def test_rank2_mixed_branch_single_points_and_global():
+    """r = 2, omega 0.3, fast.  alpha 1.5: global is the mixed point (train loss 0.002356; positional 0.002624,
+    semantic 0.002724; simulations from both structured starts end there, docs/rank2.md).  alpha 3: from the mixed
+    start the free iteration runs off (m ~ 4, not converged); continued from alpha 1 it is the curve's point
+    (train loss 0.003366, below the semantic 0.003974), 31 s on the loaded two cores."""
+    s = Setting(omega=0.3, r=2)
+    g = solve(s, 1.5, "global", "fast")
+    assert g.branch == "mixed" and g.train_loss == pytest.approx(0.002356, rel=3e-3)
+    single = solve(s, 3.0, "mixed", "fast")
+    assert [st.name for st in single.starts] == ["mixed", "ladder"]
+    same_point(single, at(solve_curve(s, [1.0, 2.0, 3.0], "mixed", "fast"), 3.0))
+    assert single.train_loss == pytest.approx(0.003366, rel=3e-3)
