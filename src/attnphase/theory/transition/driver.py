@@ -4,8 +4,11 @@
   the study's geometry locates the semantic branch's end (where it appears) and the positional branch's (where it
   vanishes, if it does in range) as what they are, pitchfork or fold; any other setting where the solver stops
   finding each branch.  No fixed point of a branch is solved where that branch does not exist.
-- alpha_c: train_loss(semantic) = train_loss(positional); alpha_l: the smallest alpha above which the test error of
-  the global minimum (:func:`attnphase.theory.state_evolution.results.lowest`) stays below the linear baseline's.
+- alpha_c: train_loss(semantic) = train_loss(positional), where the global minimum switches from the positional
+  mechanism to one with semantic content (for a tied student of rank >= 2 the lower of the semantic and the mixed
+  branch); alpha_l: the smallest alpha above which the test error of the global minimum
+  (:func:`attnphase.theory.state_evolution.results.lowest`, every branch the setting has) stays below the linear
+  baseline's.
   Both are roots of differences of fixed-point quantities (:mod:`attnphase.theory.transition.roots`).
 Every value is a :class:`~attnphase.theory.transition.records.Critical` record: value, interval, kind, method,
 reason.
@@ -32,7 +35,7 @@ from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.model.baseline import linear_baseline
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.precision import get_precision
-from attnphase.theory.state_evolution.results import FixedPoint, global_minimum_curve, lowest
+from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, global_minimum_curve, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.transition.records import Critical, TransitionResult
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
@@ -124,18 +127,34 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
             cache[key] = p
         return cache[key]
 
+    # The branches with semantic content: the semantic one, and for a tied student of rank >= 2 the mixed one
+    # (one direction positional, one semantic), which is then the global minimum where it exists (issue 21).
+    mixed = MIXED in branches_for(setting)
+
+    def semantic_like(a: float) -> FixedPoint | None:
+        """The lowest valid fixed point with semantic content at a (the semantic branch where it exists; the mixed
+        one wherever it is valid)."""
+        pts = [fp("semantic", a)] if ends.exists("semantic", a) else []
+        if mixed:
+            pts.append(fp(MIXED, a))
+        ok = [p for p in pts if p.valid]
+        return min(ok, key=lambda p: p.train_loss) if ok else None
+
+    def has_semantic(a: float) -> bool:
+        return ends.exists("semantic", a) or (mixed and fp(MIXED, a).valid)
+
     def both(a: float) -> tuple[FixedPoint, FixedPoint] | None:
-        if not (ends.exists("semantic", a) and ends.exists("positional", a)):
+        if not (has_semantic(a) and ends.exists("positional", a)):
             return None
         key = ("positional", round(a, 12))
         if ex is not None and key not in cache:
             # the positional solve in the other process while this one solves the semantic branch
             fut = ex.submit(solve_retrying, setting, a, "positional", precision, seed, *start("positional", a))
-            fp("semantic", a)
+            semantic_like(a)
             cache[key], n = fut.result()
             solves[0] += n
-        ps, pp = fp("semantic", a), fp("positional", a)
-        return (ps, pp) if ps.valid and pp.valid else None
+        ps, pp = semantic_like(a), fp("positional", a)
+        return (ps, pp) if ps is not None and pp.valid else None
 
     def delta(a: float) -> tuple[float, float]:
         pair = both(a)
@@ -148,7 +167,8 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
     def global_excess(a: float) -> tuple[float, float]:
         """The global minimum's test error minus the baseline's: the lowest valid branch where some exists, the
         agnostic point where neither positional nor semantic is valid (the one definition: results.lowest)."""
-        gm = lowest([fp(b, a) for b in ("semantic", "positional") if ends.exists(b, a)])
+        gm = lowest([fp(b, a) for b in ("semantic", "positional") if ends.exists(b, a)]
+                    + ([fp(MIXED, a)] if mixed else []))
         if gm is None:
             gm = lowest([fp("agnostic", a)])
         if gm is None:
@@ -162,7 +182,7 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
     g_pts: list[tuple[float, float]] = []
     failed_pairs: list[float] = []  # alphas where both branches exist but a solve was not valid
     for a in reversed(grid):
-        c_done = not ends.exists("semantic", a) or any(d > 0 for _, d in d_pts)
+        c_done = not has_semantic(a) or any(d > 0 for _, d in d_pts)
         l_done = any(v >= 0 for _, v in g_pts)
         if c_done and l_done:
             break

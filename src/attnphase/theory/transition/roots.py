@@ -141,6 +141,7 @@ def alpha_l_on_grid(g_pts: list[tuple[float, float]], alpha_c: Critical, global_
 
 
 def branch_curves(cache: dict[tuple[str, float], FixedPoint]) -> dict[str, list[FixedPoint]]:
-    """The positional and semantic fixed points solved on the way (keyed (branch, alpha)), in ascending alpha."""
-    return {b: sorted((p for (bb, _), p in cache.items() if bb == b), key=lambda p: p.alpha)
-            for b in ("positional", "semantic")}
+    """The positional and semantic fixed points solved on the way (keyed (branch, alpha)), in ascending alpha, and
+    the mixed ones where the setting has them."""
+    names = ("positional", "semantic") + (("mixed",) if any(b == "mixed" for b, _ in cache) else ())
+    return {b: sorted((p for (bb, _), p in cache.items() if bb == b), key=lambda p: p.alpha) for b in names}
