@@ -193,7 +193,7 @@ def bracket_from_above(f: Callable[[float], float], p_lo: float, p_hi: float, f_
     ArithmeticError before one).  For a pitchfork through which the slope falls (f = slope - 1): the first
     crossing below p_hi, found with evaluations that walk a warm-started solve down in p."""
     if not f_hi < 0:
-        raise InputError(f"f(p_hi) must be < 0, got {f_hi:g}")
+        raise ValueError(f"f(p_hi) must be < 0, got {f_hi:g}")  # a caller's bug, not bad input
     h = (p_hi - p_lo) / steps
     b, fb = p_hi, f_hi
     for k in range(1, steps + 1):

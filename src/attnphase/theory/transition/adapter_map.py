@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnphase.errors import InputError
 from attnphase.setting import Setting
 from attnphase.theory.model.channel import pointwise_f, update_hatoverlaps
 from attnphase.theory.model.overlaps import Branch, Overlaps
 from attnphase.theory.model.prior import train_loss, update_overlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
+from attnphase.theory.solvers.fixed_point import Inadmissible
 
 # Full coordinate vector of today's engine: (q, m, V, theta).
 ORDER_PARAMETER = {"semantic": 3, "positional": 1}
@@ -64,7 +64,7 @@ def branch_map(setting: Setting, alpha: float, branch: str, points: np.ndarray, 
     set (q <= 0, V <= 0, theta^2 >= q rho, lambda + sigma^2 Vhat <= 0)."""
     x = full_vector(np.asarray(y, float), float(t), branch)
     if x[0] <= 0 or x[2] <= 0:
-        raise InputError("overlaps left the admissible set: q or V <= 0")
+        raise Inadmissible("overlaps left the admissible set: q or V <= 0")
     # The engine's own channel and prior sides (study geometry: m_1 = m, m_2 = -m; scalars are 1 x 1).
     o = Overlaps(q=x[0], m=x[1], V=x[2], theta=x[3])
     out = update_hatoverlaps(setting, alpha, o, points, Branch(branch))
@@ -94,7 +94,7 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
 
     q, V = (float(v) for v in y)
     if q <= 0 or V <= 0:
-        raise InputError("overlaps left the admissible set: q or V <= 0")
+        raise Inadmissible("overlaps left the admissible set: q or V <= 0")
     z = points
     sigma2, rho = setting.sigma**2, setting.rho
     sq = np.sqrt(q)
@@ -107,7 +107,7 @@ def symmetric_map(setting: Setting, alpha: float, branch: str, points: np.ndarra
     Vhat = -alpha * float(np.mean(f1 * z[0] + f2 * z[1])) / sq
     denom = setting.lam + sigma2 * Vhat
     if not denom > 0:
-        raise InputError(f"lambda + sigma^2 Vhat = {denom:.3g} <= 0: the iteration left the admissible set")
+        raise Inadmissible(f"lambda + sigma^2 Vhat = {denom:.3g} <= 0: the iteration left the admissible set")
     K = 1.0 / denom
     # Prior side at the symmetric point (mhat = thetahat = 0): V = sigma^2 K, q = sigma^4 K^2 qhat.
     new_q, new_V = sigma2 * K * K * sigma2 * qhat, sigma2 * K

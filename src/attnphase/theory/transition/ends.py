@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnphase.errors import InputError
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.continuation import (
@@ -37,6 +36,7 @@ from attnphase.theory.solvers.continuation import (
     newton,
     refine_fold,
 )
+from attnphase.theory.solvers.fixed_point import Inadmissible
 from attnphase.theory.state_evolution.curves import solve_curve
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.solve import solve_retrying
@@ -117,7 +117,7 @@ def _agnostic_at(setting: Setting, alpha: float, branch: str, z: np.ndarray, y0:
 
     r = newton(F, y0, [0, 1], 1e-3 * np.abs(y0), tol=1e-9, accept=1e-5, max_iter=15, jacobian=jacobian)
     if not r.converged:
-        raise InputError(f"agnostic point not found at alpha = {alpha:g}: {r.message}")
+        raise Inadmissible(f"agnostic point not found at alpha = {alpha:g}: {r.message}")
     v = bm.symmetric_map(setting, alpha, branch, z, r.u)
     return r.u, float(v.slope), r.jacobian, r.iterations + 1
 
