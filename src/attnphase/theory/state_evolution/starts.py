@@ -30,22 +30,32 @@ def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     if setting.untied:
         # The tied default start lifted to the untied field rank (Q = K up to a slightly decorrelated q).
         return lift_to_untied(default_start(setting.replace(student="tied"), b))
-    L, r, rs = setting.L, setting.r, setting.r_star
+    r, rs = setting.r, setting.r_star
     V = 15.0 * (setting.sigma**2 / setting.lam) / 25.0 * np.eye(r)
-    m = np.zeros((L, r))
-    theta = np.zeros((r, rs))
     q = (0.05 if b == Branch.agnostic else 0.02) * np.eye(r)
-    if b.has_m:
-        U = Layout.for_setting(setting, b).basis
-        # Free branch with r > min(r, r*): m in the first rank direction theta leaves free (the mixed start).
-        col = min(r, rs) if (b == Branch.free and r > min(r, rs)) else 0
-        if U.shape[1]:
-            m[:, col] = 0.2 * U[:, 0]
+    m, theta = _order_parameters(setting, b, 0.2, 0.35)
     if b.has_theta:
         k = min(r, rs)
-        theta[:k, :k] = 0.35 * np.eye(k)
         q = np.diag([0.9] * k + [0.05] * (r - k))
     return Overlaps(q=q, m=m, V=V, theta=theta)
+
+
+def _order_parameters(setting: Setting, b: Branch, m_size: float, theta_size: float) -> tuple[np.ndarray, np.ndarray]:
+    """(m, theta) of a start: m = m_size times the leading direction of the positional Gram matrix (max-abs entry 1)
+    in the first rank direction (free branch with r > min(r, r*): the first direction theta leaves free, the mixed
+    start), theta = theta_size on the first min(r, r*) diagonal entries; zero where the branch fixes them."""
+    L, r, rs = setting.L, setting.r, setting.r_star
+    m = np.zeros((L, r))
+    theta = np.zeros((r, rs))
+    if b.has_m:
+        U = Layout.for_setting(setting, b).basis
+        col = min(r, rs) if (b == Branch.free and r > min(r, rs)) else 0
+        if U.shape[1]:
+            m[:, col] = m_size * U[:, 0]
+    if b.has_theta:
+        k = min(r, rs)
+        theta[:k, :k] = theta_size * np.eye(k)
+    return m, theta
 
 
 
@@ -94,23 +104,16 @@ def scaled_start(setting: Setting, alpha: float, branch: str | Branch) -> Overla
     b = as_branch(branch)
     if setting.untied:
         return lift_to_untied(scaled_start(setting.replace(student="tied"), alpha, b))
-    L, r, rs = setting.L, setting.r, setting.r_star
+    r, rs = setting.r, setting.r_star
     ridge = setting.sigma**2 / setting.lam
     V = ridge / (1.0 + alpha) * np.eye(r)
     q = 0.04 * np.eye(r)
-    m = np.zeros((L, r))
-    theta = np.zeros((r, rs))
     if b == Branch.agnostic:
         V = 1.2 * ridge / (1.0 + np.sqrt(alpha)) * np.eye(r)
         q = 0.12 * np.eye(r)
-    if b.has_m:
-        U = Layout.for_setting(setting, b).basis
-        col = min(r, rs) if (b == Branch.free and r > min(r, rs)) else 0
-        if U.shape[1]:
-            m[:, col] = 0.27 * U[:, 0]
+    m, theta = _order_parameters(setting, b, 0.27, 0.2 * np.sqrt(setting.rho))
     if b.has_theta:
         k = min(r, rs)
-        theta[:k, :k] = 0.2 * np.sqrt(setting.rho) * np.eye(k)
         q = np.diag([0.15 * setting.rho] * k + [0.04] * (r - k))
     return Overlaps(q=q, m=m, V=V, theta=theta)
 
