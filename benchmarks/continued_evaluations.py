@@ -1,7 +1,7 @@
 """Continued evaluations of the fixed-point map: how far from a full evaluation they stay exact, and what they save.
 
-    python benchmarks/continued_evaluations.py [--log2n 15] [--omega 0.3]
-        per study fixed point (positional, semantic, at several alphas) and per move of the overlaps: the points
+    python benchmarks/continued_evaluations.py [--log2n 15] [--omega 0.3] [--setting study|rank2|L3|L4|rstar2|untied]
+        per fixed point of the setting (positional, semantic, ... at several alphas) and per move of the overlaps: the points
         whose continued prox (Newton from every local minimiser of the full evaluation at the anchor) differs from
         the full one (own starts) at the moved overlaps, the largest relative difference of the map's image, and
         the prox times (CPU seconds, one thread);
@@ -30,6 +30,15 @@ from attnphase.theory.state_evolution.solve import solve
 
 MOVES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 POINTS = (("positional", 0.5), ("positional", 1.5), ("semantic", 0.9), ("semantic", 1.8))
+# The general kernel's shapes (the settings of tests/test_branches.py): Setting keywords and (branch, alpha) points.
+SETTINGS = {
+    "study": ({}, POINTS),
+    "rank2": ({"r": 2}, (("positional", 1.5), ("semantic", 1.5), ("mixed", 1.5))),
+    "L3": ({"L": 3, "positions": "simplex"}, (("positional", 0.5), ("positional", 1.5), ("semantic", 1.5))),
+    "L4": ({"L": 4, "positions": "orthogonal"}, (("positional", 1.0), ("semantic", 1.5))),
+    "rstar2": ({"r_star": 2}, (("positional", 1.5),)),
+    "untied": ({"student": "untied"}, (("positional", 3.0), ("semantic", 3.0))),
+}
 
 
 def _cpu(fn, *args, **kwargs):
@@ -38,14 +47,19 @@ def _cpu(fn, *args, **kwargs):
     return out, time.process_time() - c0
 
 
-def exactness(omega: float, log2n: int, draws: int) -> None:
-    s = Setting(omega=omega)
+def exactness(omega: float, log2n: int, draws: int, setting: str = "study") -> None:
+    kw, points = SETTINGS[setting]
+    s = Setting(omega=omega, **kw)
     prec = Precision("bench", log2n, 1, 3e-5)
-    print(f"omega {omega}, 2^{log2n} points, {draws} random directions per move")
+    print(f"{setting}: omega {omega}, 2^{log2n} points, {draws} random directions per move")
     print(f"{'branch':>10} {'alpha':>5} {'move':>7} {'differ':>7} {'max rel diff':>12} {'full s':>7} {'cont s':>7}")
-    for branch, alpha in POINTS:
+    for branch, alpha in points:
         fp = solve(s, alpha, branch, "fast")
+        if not fp.valid:
+            print(f"{branch:>10} {alpha:>5} (no valid fixed point: {fp.status.value})")
+            continue
         pts = integration_points(s, prec, 0)
+        branch = "free" if branch == "mixed" else branch  # (the mixed point lives on the free layout)
         anchor_map = branch_map(s, alpha, branch, pts)
         x0 = anchor_map.pack(fp.overlaps)
         minima = anchor_map.step(x0)[1].minima  # a full evaluation records the local minima
@@ -101,13 +115,14 @@ def main() -> None:
     ap.add_argument("--log2n", type=int, default=15)
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--curve", action="store_true")
+    ap.add_argument("--setting", default="study", choices=sorted(SETTINGS))
     ap.add_argument("--threads", type=int, default=1, help="numba threads (default 1: CPU seconds per thread)")
     a = ap.parse_args()
     numba.set_num_threads(a.threads)
     if a.curve:
         curve(a.omega)
     else:
-        exactness(a.omega, a.log2n, a.draws)
+        exactness(a.omega, a.log2n, a.draws, a.setting)
 
 
 if __name__ == "__main__":

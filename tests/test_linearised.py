@@ -62,3 +62,26 @@ def test_classification_of_a_solver_found_end() -> None:
     assert lost.kind == "unknown" and "before the pitchfork" in lost.reason
     none = lin.classify_end(_c("alpha_sem_appears", 0.90, 0.88, 0.92), _c("semantic_pitchfork", None), "lower")
     assert none.kind == "unknown" and "pitchfork condition" in none.reason
+
+
+def test_squared_order_parameter_intercept_tells_an_imperfect_pitchfork_from_a_fold() -> None:
+    """Valid points below the pitchfork are a fold only if the branch keeps a finite order parameter there; where
+    theta^2 above the pitchfork extrapolates to zero inside its interval they are the point set's imperfection."""
+    # theta^2 = 0.02 (alpha - 0.72) exactly: intercept 0.72, error propagated from the standard errors
+    sup = [(a, float(np.sqrt(0.02 * (a - 0.72))), 1e-4) for a in (0.8, 0.9, 1.2)]
+    x0, err = lin.order_squared_intercept(sup, 0.70)
+    assert x0 == pytest.approx(0.72, abs=1e-12) and 0 < err < 0.01
+    # finite differences of the intercept against theta give the same error
+    h = 1e-7
+    d1 = (lin.order_squared_intercept([(0.8, sup[0][1] + h, 0.0), (0.9, sup[1][1], 0.0)], 0.7)[0] - x0) / h
+    d2 = (lin.order_squared_intercept([(0.8, sup[0][1], 0.0), (0.9, sup[1][1] + h, 0.0)], 0.7)[0] - x0) / h
+    assert err == pytest.approx(np.hypot(d1, d2) * 1e-4, rel=1e-4)
+    pitch = _c("semantic_pitchfork", 0.72, 0.70, 0.74, "pitchfork")
+    imperfect = lin.classify_end(_c("alpha_sem_appears", 0.60, 0.58, 0.62), pitch, "lower", sup)
+    assert imperfect.kind == "pitchfork" and (imperfect.lo, imperfect.hi) == (0.70, 0.74)
+    assert "imperfect" in imperfect.reason
+    # a subcritical branch: theta^2 = 0.01 + 0.02 (alpha - 0.72) keeps theta ~ 0.1 at the pitchfork
+    sub = [(a, float(np.sqrt(0.01 + 0.02 * (a - 0.72))), 1e-4) for a in (0.8, 0.9)]
+    assert lin.order_squared_intercept(sub, 0.70)[0] < 0.3
+    assert lin.classify_end(_c("alpha_sem_appears", 0.60, 0.58, 0.62), pitch, "lower", sub).kind == "fold"
+    assert lin.order_squared_intercept(sub[:1], 0.70) is None  # one point: no extrapolation

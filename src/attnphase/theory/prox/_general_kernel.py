@@ -401,7 +401,9 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block, form, Bm):
     unused); form 1: the scores h Bm h^T.
 
     w (n, N), T (n, L, L), starts (n, S, N) flat. Returns h (n, N), value, grad_norm, winner (index of the start
-    that gave the kept minimiser, -1 if no start was finite), iterations summed over starts.
+    that gave the kept minimiser, -1 if no start was finite), iterations summed over starts, and the distinct end
+    points (n, S, N; NaN-padded) with their count (n,): every converged minimiser, and the kept one where it did
+    not converge (the record a continued evaluation starts from).
     """
     n = w.shape[0]
     N = w.shape[1]
@@ -413,6 +415,8 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block, form, Bm):
     out_gn = np.full(n, np.nan)
     out_win = np.full(n, -1, dtype=np.int64)
     out_it = np.zeros(n, dtype=np.int64)
+    out_found = np.full((n, n_starts, N), np.nan)
+    out_nfound = np.zeros(n, dtype=np.int64)
     # Smallest curvature allowed in the shifted Hessian: a fraction of the quadratic term's.
     tr = 0.0
     for al in range(r):
@@ -460,10 +464,18 @@ def multistart(w, T, Vinv, sigma2, starts, gtol, max_iter, block, form, Bm):
                     out_win[i] = s
                     for j in range(N):
                         out_h[i, j] = h[j]
+            for k in range(n_found):
+                for j in range(N):
+                    out_found[i, k, j] = found[k, j]
+            if out_win[i] >= 0 and not (out_gn[i] < gtol) and n_found < n_starts:
+                for j in range(N):
+                    out_found[i, n_found, j] = out_h[i, j]
+                n_found += 1
+            out_nfound[i] = n_found
             if out_win[i] < 0:
                 for j in range(N):
                     out_h[i, j] = np.nan
-    return out_h, out_val, out_gn, out_win, out_it
+    return out_h, out_val, out_gn, out_win, out_it, out_found, out_nfound
 
 
 def derivatives(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float,

@@ -46,6 +46,7 @@ from attnphase.theory.prox._general_draws import softmax_rows
 from attnphase.theory.prox._general_kernel import multistart
 from attnphase.theory.prox._general_starts import n_own_starts, own_starts_untied, score_form
 from attnphase.theory.prox._general_starts import own_starts as _own_starts
+from attnphase.theory.prox.protocol import LocalMinima
 
 _BLOCK = 64
 
@@ -60,6 +61,7 @@ class ProxResult:
     grad_norm: np.ndarray  # (n,)
     winner: np.ndarray  # (n,) index of the start that gave h (own starts first, then the caller's)
     iterations: np.ndarray  # (n,) Newton iterations summed over starts
+    minima: LocalMinima | None = None  # the distinct end points (prox's minima path continues them); see prox_general
 
 
 def scores(h: np.ndarray, untied: bool = False) -> np.ndarray:
@@ -160,6 +162,11 @@ def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, 
         raise InputError("no starts: pass starts or keep own=True")
     allst = np.ascontiguousarray(np.concatenate(parts, axis=1).reshape(n, -1, L * r))
     Bm = score_form(r // 2) if untied else np.zeros((r, r))
-    h, val, gn, win, it = multistart(w.reshape(n, L * r), T, Vinv, float(sigma2), allst, float(gtol), int(max_iter),
-                                     _BLOCK, 1 if untied else 0, Bm)
-    return ProxResult(h=h.reshape(n, L, r), value=val, converged=gn < gtol, grad_norm=gn, winner=win, iterations=it)
+    h, val, gn, win, it, found, n_found = multistart(w.reshape(n, L * r), T, Vinv, float(sigma2), allst, float(gtol),
+                                                     int(max_iter), _BLOCK, 1 if untied else 0, Bm)
+    minima = None
+    if own and n and np.all(n_found >= 1):
+        # Recorded from full evaluations only (own starts): what a continued evaluation near here starts from.
+        minima = LocalMinima(h=found.reshape(n, -1, L, r), count=n_found)
+    return ProxResult(h=h.reshape(n, L, r), value=val, converged=gn < gtol, grad_norm=gn, winner=win, iterations=it,
+                      minima=minima)

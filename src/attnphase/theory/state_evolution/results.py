@@ -338,11 +338,12 @@ def check_theory_setting(setting: Setting) -> Setting:
 
 
 def lowest(points: Sequence[FixedPoint]) -> FixedPoint | None:
-    """The global minimum among fixed points at one alpha: the valid point of lowest train_loss, the agnostic point
-    only where no other branch is valid; None where none is valid.  The one definition every caller uses."""
+    """The global minimum among fixed points at one alpha: the valid point of lowest train_loss, the agnostic one
+    included; None where none is valid.  The one definition every caller uses.  (The agnostic point is the global
+    minimum where the other branches are only metastable: at L = 3, simplex positions, omega 0.3, the semantic
+    branch is subcritical and its train loss lies above the agnostic one between its fold and their crossing.)"""
     ok = [p for p in points if p.valid and math.isfinite(p.train_loss)]
-    cands = [p for p in ok if p.branch != "agnostic"] or ok
-    return min(cands, key=lambda p: p.train_loss) if cands else None
+    return min(ok, key=lambda p: p.train_loss) if ok else None
 
 
 def global_minimum_curve(curves: Mapping[str, Sequence[FixedPoint]], rtol: float = 1e-9) -> list[FixedPoint]:

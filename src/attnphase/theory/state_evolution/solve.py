@@ -58,6 +58,7 @@ from attnphase.theory.state_evolution.starts import default_start, mixed_start_f
 SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix (see fixed_point.chord)
 _RESEED_LEVEL = 5.0  # order parameter / collapse threshold where a full solve restarts after a coarse collapse
 _COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
+FRESH_RETRY_MAX = 0.2  # a failed chord's relative residual above which no fresh-Jacobian retry is made
 
 
 def _target_met(summ: list[dict], energies: list[float], target: float, branch: Branch) -> bool:
@@ -372,10 +373,12 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if nm is not None:
             tried = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale,
                           accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN)
-            if not tried.converged:
+            if not tried.converged and tried.residual <= FRESH_RETRY_MAX:
                 # The frozen Jacobian was too far off (near a branch end the map's slowest eigenvalue approaches
                 # 1 and moves fast with alpha and the scrambling): once more with a fresh one here, which costs
                 # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
+                # Not where the chord ended far from any fixed point (the start is not near one at this
+                # resolution: a coarse point the full map does not have, L = 3 positional, residual ~0.7).
                 fresh, n_eval = _fresh_newton_matrix(bm, x)
                 iters += n_eval
                 if fresh is not None:
@@ -519,7 +522,7 @@ def solve_all(setting: Setting, alpha: float, precision: str | Precision = "defa
 
 
 def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
-    """The valid branch with the lowest training loss (results.lowest: agnostic only if nothing else is valid)."""
+    """The valid branch with the lowest training loss (results.lowest)."""
     best = lowest(list(points.values()))
     if best is None:
         raise InputError("no branch converged to a valid fixed point")

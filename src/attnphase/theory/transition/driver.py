@@ -4,8 +4,9 @@
   the study's geometry locates the semantic branch's end (where it appears) and the positional branch's (where it
   vanishes, if it does in range) as what they are, pitchfork or fold; any other setting where the solver stops
   finding each branch.  No fixed point of a branch is solved where that branch does not exist.
-- alpha_c: train_loss(semantic) = train_loss(positional), where the global minimum switches from the positional
-  mechanism to one with semantic content (for a tied student of rank >= 2 the lower of the semantic and the mixed
+- alpha_c: train_loss(semantic) = train_loss(positional) (or the agnostic point's, where that is the lower one:
+  no positional branch, or a subcritical semantic branch), where the global minimum switches from a point without
+  semantic content to one with it (for a tied student of rank >= 2 the lower of the semantic and the mixed
   branch); alpha_l: the smallest alpha above which the test error of the global minimum
   (:func:`attnphase.theory.state_evolution.results.lowest`, every branch the setting has) stays below the linear
   baseline's.
@@ -143,18 +144,30 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
     def has_semantic(a: float) -> bool:
         return ends.exists("semantic", a) or (mixed and fp(MIXED, a).valid)
 
+    def other(a: float) -> FixedPoint | None:
+        """The lowest valid fixed point without semantic content at a: the positional one where that branch exists,
+        or the agnostic one where it is lower (a subcritical semantic branch competes with the agnostic point
+        between its fold and their crossing; where no positional branch exists, e.g. L = 3 simplex, omega 0.3,
+        the agnostic point is the only competitor)."""
+        best = lowest(([fp("positional", a)] if ends.exists("positional", a) else []) + [fp("agnostic", a)])
+        if best is not None:
+            competitors.add(best.branch)
+        return best
+
+    competitors: set[str] = set()
+
     def both(a: float) -> tuple[FixedPoint, FixedPoint] | None:
-        if not (has_semantic(a) and ends.exists("positional", a)):
+        if not has_semantic(a):
             return None
         key = ("positional", round(a, 12))
-        if ex is not None and key not in cache:
+        if ex is not None and key not in cache and ends.exists("positional", a):
             # the positional solve in the other process while this one solves the semantic branch
             fut = ex.submit(solve_retrying, setting, a, "positional", precision, seed, *start("positional", a))
             semantic_like(a)
             cache[key], n = fut.result()
             solves[0] += n
-        ps, pp = semantic_like(a), fp("positional", a)
-        return (ps, pp) if ps is not None and pp.valid else None
+        ps, pp = semantic_like(a), other(a)
+        return (ps, pp) if ps is not None and pp is not None else None
 
     def delta(a: float) -> tuple[float, float]:
         pair = both(a)
@@ -165,12 +178,10 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
                                                          pp.errors.get("train_loss", 0.0))
 
     def global_excess(a: float) -> tuple[float, float]:
-        """The global minimum's test error minus the baseline's: the lowest valid branch where some exists, the
-        agnostic point where neither positional nor semantic is valid (the one definition: results.lowest)."""
+        """The global minimum's test error minus the baseline's: the lowest valid branch, the agnostic point
+        included (the one definition: results.lowest)."""
         gm = lowest([fp(b, a) for b in ("semantic", "positional") if ends.exists(b, a)]
-                    + ([fp(MIXED, a)] if mixed else []))
-        if gm is None:
-            gm = lowest([fp("agnostic", a)])
+                    + ([fp(MIXED, a)] if mixed else []) + [fp("agnostic", a)])
         if gm is None:
             return float("nan"), float("nan")
         return gm.test_error - te_lin, gm.errors.get("test_error", 0.0)
@@ -230,10 +241,11 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
                 break
         probed = True
     g_pts = sorted(g_pts)
-    alpha_c = alpha_c_on_grid(d_pts, delta, xtol, z, alpha_min, alpha_max)
+    competitor = " or ".join(sorted(competitors)) if competitors else "positional"
+    alpha_c = alpha_c_on_grid(d_pts, delta, xtol, z, alpha_min, alpha_max, competitor)
     if alpha_c is None:
         alpha_c = _alpha_c_without_crossing(d_pts, failed_pairs, sem_c, ends.semantic_from_min(), probed, top,
-                                            alpha_min)
+                                            alpha_min, competitor)
     critical["alpha_c"] = alpha_c
     critical["alpha_l"] = alpha_l_on_grid(g_pts, alpha_c, global_excess, xtol, z, alpha_min)
     return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
@@ -243,8 +255,10 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
 
 
 def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: list[float], sem_c: Critical,
-                              semantic_from_min: bool, probed: bool, top: float, alpha_min: float) -> Critical:
-    """alpha_c where the loss difference shows no sign change on the grid: what the valid pairs say."""
+                              semantic_from_min: bool, probed: bool, top: float, alpha_min: float,
+                              competitor: str = "positional") -> Critical:
+    """alpha_c where the loss difference shows no sign change on the grid: what the valid pairs say (competitor:
+    what the semantic branch was compared with)."""
     if not d_pts:
         if failed_pairs:
             where = ", ".join(f"{a:.4g}" for a in sorted(failed_pairs))
@@ -262,9 +276,9 @@ def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: li
         if sem_c.found and not (probed and d_pts[0][0] > 0.5 * (sem_c.hi + top)):
             return Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
                             "semantic lower wherever both exist: the global minimum switches where the semantic "
-                            "branch appears", "semantic below positional wherever both exist")
+                            "branch appears", f"semantic below {competitor} wherever both exist")
         if sem_c.found:
-            return Critical.missing("alpha_c", "failed", "semantic below positional at every valid pair, but no "
+            return Critical.missing("alpha_c", "failed", f"semantic below {competitor} at every valid pair, but no "
                                     "valid pair of fixed points right above the semantic end to confirm a switch "
                                     "there")
         if semantic_from_min:

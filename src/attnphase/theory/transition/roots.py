@@ -1,6 +1,7 @@
 """The roots transition() reports: alpha_c and alpha_l from differences of fixed-point quantities on an alpha grid.
 
-The driver scans a grid for a sign change of train_loss(semantic) - train_loss(positional) (alpha_c) and of the
+The driver scans a grid for a sign change of train_loss(semantic) - train_loss(positional or agnostic, the lower)
+(alpha_c) and of the
 global minimum's test error minus the linear baseline's (alpha_l), then refines it by regula falsi whose interval
 carries the integration noise (:func:`noisy_root`).  :func:`find_crossing` is the deterministic counterpart.
 """
@@ -101,18 +102,19 @@ def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float
 
 
 def alpha_c_on_grid(d_pts: list[tuple[float, float]], delta: Noisy, xtol: float, z: float, alpha_min: float,
-                    alpha_max: float) -> Critical | None:
+                    alpha_max: float, competitor: str = "positional") -> Critical | None:
     """alpha_c from the training-loss differences d_pts (ascending alpha) where they settle it: the first sign
-    change from positional lower (d > 0) to semantic lower, refined; or 'above range' where the positional branch
-    is lower at every point.  None: no sign change seen, which each path reads in its own way."""
-    method = f"regula falsi (Illinois) on train_loss(semantic) - train_loss(positional) to {xtol:g}, " \
+    change from the competitor lower (d > 0) to semantic lower, refined; or 'above range' where the competitor is
+    lower at every point.  None: no sign change seen, which each path reads in its own way.  competitor: what
+    the semantic branch was compared with, for the record ("positional", "agnostic", or the lower of both)."""
+    method = f"regula falsi (Illinois) on train_loss(semantic) - train_loss({competitor}) to {xtol:g}, " \
              f"+- {z:g} standard errors / slope"
     for (a0, d0), (a1, d1) in zip(d_pts, d_pts[1:], strict=False):
         if d0 > 0 >= d1:
             return noisy_root("alpha_c", delta, a0, a1, xtol, z, method)
     if d_pts and all(d > 0 for _, d in d_pts):
         return Critical.missing("alpha_c", "above range",
-                                f"positional lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]")
+                                f"{competitor} lower wherever both exist in [{alpha_min:g}, {alpha_max:g}]")
     return None
 
 
@@ -142,6 +144,6 @@ def alpha_l_on_grid(g_pts: list[tuple[float, float]], alpha_c: Critical, global_
 
 def branch_curves(cache: dict[tuple[str, float], FixedPoint]) -> dict[str, list[FixedPoint]]:
     """The positional and semantic fixed points solved on the way (keyed (branch, alpha)), in ascending alpha, and
-    the mixed ones where the setting has them."""
-    names = ("positional", "semantic") + (("mixed",) if any(b == "mixed" for b, _ in cache) else ())
+    the mixed and agnostic ones where they were solved (the agnostic point competes where it is the lower)."""
+    names = ("positional", "semantic") + tuple(b for b in ("mixed", "agnostic") if any(bb == b for bb, _ in cache))
     return {b: sorted((p for (bb, _), p in cache.items() if bb == b), key=lambda p: p.alpha) for b in names}

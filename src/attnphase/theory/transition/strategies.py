@@ -164,7 +164,14 @@ class SolverEnds:
         inst = instability(setting, "semantic", grid, seed=seed, xtol=min(xtol, 0.005))
         self.sem_pitchfork = inst.critical
         self.evaluations = inst.evaluations
-        self.ve.ends["alpha_sem_appears"] = classify_end(self.ve.ends["alpha_sem_appears"], inst.critical, "lower")
+        order = [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan"))) for p in self.ve.points
+                 if p.branch == "semantic" and p.valid]
+        end = classify_end(self.ve.ends["alpha_sem_appears"], inst.critical, "lower", order)
+        self.ve.ends["alpha_sem_appears"] = end
+        lo, hi = self.ve.range["semantic"]
+        if end.kind == "pitchfork" and end.found and lo < end.value:
+            # (the solver's points below a supercritical pitchfork are its imperfection, not the branch)
+            self.ve.range["semantic"] = (end.value, hi)
 
     def exists(self, branch: str, a: float) -> bool:
         lo, hi = self.ve.range[branch]
