@@ -85,3 +85,7 @@ def test_squared_order_parameter_intercept_tells_an_imperfect_pitchfork_from_a_f
     assert lin.order_squared_intercept(sub, 0.70)[0] < 0.3
     assert lin.classify_end(_c("alpha_sem_appears", 0.60, 0.58, 0.62), pitch, "lower", sub).kind == "fold"
     assert lin.order_squared_intercept(sub[:1], 0.70) is None  # one point: no extrapolation
+    # lost above the pitchfork while theta^2 heads to zero inside it: a pitchfork whose interval reaches the bracket
+    lost = lin.classify_end(_c("alpha_sem_appears", 0.77, 0.76, 0.78), pitch, "lower", sup)
+    assert lost.kind == "pitchfork" and (lost.lo, lost.hi) == (0.70, 0.78) and "supercritical" in lost.reason
+    assert lin.classify_end(_c("alpha_sem_appears", 0.77, 0.76, 0.78), pitch, "lower", sub).kind == "unknown"

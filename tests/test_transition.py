@@ -395,16 +395,24 @@ def test_general_ends_agree_with_the_adapter_at_l2():
 
 
 @pytest.mark.slow
-def test_l3_intervals_overlap_across_grids_and_seeds():
-    """Issue 21: L = 3 simplex, omega 0.3.  Its semantic branch appears at a supercritical pitchfork (the linearised
-    condition: 0.248 [0.221, 0.276]; at default precision theta^2 falls linearly to zero there), which the solver at
-    fast precision blurs into an imperfect bifurcation (valid theta ~ 0.01 down to 0.18).  It was classified a fold
-    whose location depended on the grid ([0.172, 0.183] against [0.192, 0.2125]).  Now: the same pitchfork, and
-    alpha_c and alpha_l intervals that overlap across two grids and two seeds; no positional branch exists, so the
-    semantic branch competes with the agnostic point."""
-    s = Setting(omega=0.3, L=3, positions="simplex")
+@pytest.mark.parametrize("name", ["L3", "r2"])
+def test_intervals_overlap_across_grids_and_seeds_beyond_the_study(name: str) -> None:
+    """Issue 21, omega 0.3, the default grid, a 7-point grid (xtol 0.02) and seed 1.  L = 3 simplex: the semantic
+    branch appears at a supercritical pitchfork (the linearised condition: 0.248 [0.221, 0.276]; at default
+    precision theta^2 falls linearly to zero there), which the solver at fast precision blurs into an imperfect
+    bifurcation (valid theta ~ 0.01 down to 0.18); read as a fold its location depended on the grid ([0.172, 0.183]
+    against [0.192, 0.2125]).  No positional branch exists there, so the semantic branch competes with the agnostic
+    point.  r = 2: the solver loses the semantic branch at 0.654, just above the pitchfork at 0.596 [0.545, 0.647],
+    where theta^2 heads to zero (the end: that pitchfork, its interval reaching the solver's bracket); alpha_c is
+    where the mixed branch leaves the positional one, 0.587 [0.532, 0.593], below it (a failed mixed solve at
+    alpha 1.025 read a crossing at 1.03 on the 7-point grid before)."""
+    kw = {"L3": dict(L=3, positions="simplex"), "r2": dict(r=2)}[name]
+    s = Setting(omega=0.3, **kw)
     runs = [transition(s), transition(s, n_grid=7, xtol=0.02), transition(s, seed=1)]
     for r in runs:
         assert r.critical["alpha_sem_appears"].kind == "pitchfork", r.critical["alpha_sem_appears"]
-        assert not r.curves["positional"] or not any(p.valid for p in r.curves["positional"])
-    _all_overlap(runs, ("alpha_c", "alpha_l", "alpha_sem_appears"))
+        if name == "L3":
+            assert not any(p.valid for p in r.curves["positional"])
+        else:
+            assert r.critical["alpha_c"].kind == "at spinodal" and r.critical["alpha_mixed_appears"].found
+    _all_overlap(runs, ("alpha_c", "alpha_l", "alpha_sem_appears") + (("alpha_mixed_appears",) if name == "r2" else ()))

@@ -35,9 +35,12 @@ from attnphase.parallel import check_workers, pool
 from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.model.baseline import linear_baseline
 from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import get_precision
 from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, global_minimum_curve, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
+from attnphase.theory.transition.ends import bisect_valid
+from attnphase.theory.transition.linearised import order_squared_intercept
 from attnphase.theory.transition.records import Critical, TransitionResult
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
 from attnphase.theory.transition.strategies import AdapterEnds, BranchEnds, SolverEnds
@@ -137,7 +140,13 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
         one wherever it is valid)."""
         pts = [fp("semantic", a)] if ends.exists("semantic", a) else []
         if mixed:
-            pts.append(fp(MIXED, a))
+            pm = fp(MIXED, a)
+            if not pm.valid and pm.status != Status.collapsed:
+                # The mixed point is the lowest where it exists; a failed solve of it (r = 2, fast: not converged at
+                # alpha 1.025 between valid points at 0.9 and 1.35) leaves no verdict here, not "semantic only"
+                # (which read a crossing with the positional branch at 1.03 on a 7-point grid).
+                return None
+            pts.append(pm)
         ok = [p for p in pts if p.valid]
         return min(ok, key=lambda p: p.train_loss) if ok else None
 
@@ -221,6 +230,11 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
     critical = ends.records()
     d_pts = sorted((a, d) for a, d in d_pts if math.isfinite(d))
     sem_c = ends.semantic_end()
+    if mixed:
+        critical["alpha_mixed_appears"] = _mixed_end(setting, cache, grid, precision, seed, max(2 * xtol, 0.02))
+        mix_c = critical["alpha_mixed_appears"]
+        if mix_c.found and (not sem_c.found or mix_c.value < sem_c.value):
+            sem_c = mix_c  # (the first branch with semantic content, as alpha grows)
     probed = False
     top = d_pts[0][0] if d_pts else float("nan")
     if d_pts and not any(d > 0 for _, d in d_pts) and sem_c.found and sem_c.hi < d_pts[0][0]:
@@ -254,6 +268,49 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
                             seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
 
 
+def _mixed_end(setting: Setting, cache: dict[tuple[str, float], FixedPoint], grid: list[float], precision: str,
+               seed: int, xtol: float) -> Critical:
+    """Where the mixed branch (tied, r >= 2) appears, as alpha grows: bracketed between its lowest valid point and
+    the nearest alpha below where it is not valid (solved at the grid point below if the scan did not go there),
+    bisected on the solver's validity to xtol.  It leaves the positional branch continuously (r = 2, omega 0.3,
+    fast: theta 0.032, 0.024, 0.013 at alpha 0.7, 0.65, 0.6, train loss 3e-7 below the positional one at 0.6), so
+    the interval also covers where theta^2 of its valid points extrapolates to zero (+- 3 standard errors)."""
+    name = "alpha_mixed_appears"
+    method = f"bisection to {xtol:g} on the validity of the mixed fixed point (theta vanishing from the mixed start)"
+    valid = sorted((p for (b, _), p in cache.items() if b == MIXED and p.valid), key=lambda p: p.alpha)
+    if not valid:
+        return Critical.missing(name, "not in range", "no valid mixed fixed point was solved", method)
+    p_ok = valid[0]
+    below = [p for (b, _), p in cache.items() if b == MIXED and not p.valid and p.alpha < p_ok.alpha]
+    if not below:
+        lower = [a for a in grid if a < p_ok.alpha * (1 - 1e-12)]
+        if not lower:
+            return Critical.missing(name, "not in range", f"the mixed branch is valid at alpha = {p_ok.alpha:g}, the "
+                                    "lowest alpha solved", method)
+        p_bad, _ = solve_retrying(setting, lower[-1], MIXED, precision, seed, p_ok)
+        cache[(MIXED, round(lower[-1], 12))] = p_bad
+        if p_bad.valid:
+            return Critical.missing(name, "not in range", f"the mixed branch is valid down to alpha = {lower[-1]:g}",
+                                    method)
+        below = [p_bad]
+    a_bad = max(p.alpha for p in below)
+    pts: list[FixedPoint] = []
+    a_ok, a_bad = bisect_valid(setting, MIXED, p_ok.alpha, p_ok, a_bad, precision, seed, xtol, pts,
+                                p_prev=valid[1] if len(valid) > 1 else None)
+    for p in pts:
+        cache[(MIXED, round(p.alpha, 12))] = p
+    order = [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan")))
+             for (b, _), p in cache.items() if b == MIXED and p.valid]
+    ic = order_squared_intercept(order, a_bad)
+    lo, hi, why = a_bad, a_ok, "the solver's validity bracket"
+    if ic is not None and ic[0] < a_ok:
+        lo = min(lo, ic[0] - 3 * ic[1])
+        why += f"; theta^2 of the mixed points extrapolates to zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}"
+    return Critical(name, 0.5 * (a_ok + a_bad), lo, hi, "unknown", method,
+                    f"the mixed branch (one direction positional, one semantic) leaves the positional one here "
+                    f"({why})")
+
+
 def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: list[float], sem_c: Critical,
                               semantic_from_min: bool, probed: bool, top: float, alpha_min: float,
                               competitor: str = "positional") -> Critical:
@@ -274,8 +331,9 @@ def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: li
         return Critical.missing("alpha_c", "not in range", "positional and semantic never coexist on the grid")
     if all(d <= 0 for _, d in d_pts):
         if sem_c.found and not (probed and d_pts[0][0] > 0.5 * (sem_c.hi + top)):
+            which = "mixed" if sem_c.name == "alpha_mixed_appears" else "semantic"
             return Critical("alpha_c", sem_c.value, sem_c.lo, sem_c.hi, "at spinodal",
-                            "semantic lower wherever both exist: the global minimum switches where the semantic "
+                            f"semantic lower wherever both exist: the global minimum switches where the {which} "
                             "branch appears", f"semantic below {competitor} wherever both exist")
         if sem_c.found:
             return Critical.missing("alpha_c", "failed", f"semantic below {competitor} at every valid pair, but no "

@@ -356,7 +356,7 @@ def _extrapolated(p1, p2, a: float) -> Overlaps | None:
                     theta=o1.theta + c * (o1.theta - o2.theta), untied=o1.untied)
 
 
-def _bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
+def bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
                   xtol: float, points: list, p_prev=None) -> tuple[float, float]:
     """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity.  Each solve starts from the two valid
     points nearest the boundary extrapolated linearly (next to a fold the stable branch's basin narrows, and the
@@ -424,7 +424,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
                                              f"{grid[0]:g}, the lower end of the range", method)
             lo = -float("inf")
         else:
-            a_ok, a_bad = _bisect_valid(setting, branch, grid[i0], curve[i0], grid[i0 - 1], precision, seed, xtol,
+            a_ok, a_bad = bisect_valid(setting, branch, grid[i0], curve[i0], grid[i0 - 1], precision, seed, xtol,
                                         points, p_prev=curve[i0 + 1] if i0 + 1 <= i1 else None)
             ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
             lo = a_ok
@@ -436,7 +436,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
                     f"{grid[i0]:g} up to {grid[-1]:g}", method)
                 hi = float("inf")
             else:
-                a_ok, a_bad = _bisect_valid(setting, branch, grid[i1], curve[i1], grid[i1 + 1], precision, seed,
+                a_ok, a_bad = bisect_valid(setting, branch, grid[i1], curve[i1], grid[i1 + 1], precision, seed,
                                             xtol, points, p_prev=curve[i1 - 1] if i1 - 1 >= i0 else None)
                 ends["alpha_pos_vanishes"] = Critical("alpha_pos_vanishes", 0.5 * (a_ok + a_bad), a_ok, a_bad,
                                                       "unknown", method)
@@ -465,5 +465,6 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
             for u in rows]
 
 
-__all__ = ["EndResult", "Path", "ValidityEnds", "branch_end", "merge_end", "path_as_overlaps", "positional_slope",
+__all__ = ["EndResult", "Path", "ValidityEnds", "bisect_valid", "branch_end", "merge_end", "path_as_overlaps",
+           "positional_slope",
            "validity_ends"]

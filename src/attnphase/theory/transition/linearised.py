@@ -209,7 +209,9 @@ def classify_end(end: Critical, pitch: Critical, side: str,
       point set's imperfect bifurcation (its Z2 symmetry is broken at O(n^-1/2), which sustains a small order
       parameter below alpha_p; measured at L = 3 simplex, omega 0.3, fast: theta ~ 0.01 down to 0.18 below a
       pitchfork at 0.248, while at default precision theta^2 falls linearly to zero near 0.24);
-    - otherwise the end stays 'unknown', with the pitchfork named in the reason."""
+    - the solver loses the branch above the pitchfork: 'pitchfork' where the same extrapolation lands inside the
+      pitchfork's interval (the interval then reaches up to the solver's bracket), else 'unknown', with the
+      pitchfork named in the reason."""
     if not end.found or not pitch.found:
         why = pitch.reason if not pitch.found else "the solver did not locate the end"
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
@@ -228,6 +230,17 @@ def classify_end(end: Critical, pitch: Critical, side: str,
                             f"supercritical: valid points down to alpha = {end.hi:.4g}, below the pitchfork, are the "
                             f"finite point set's imperfect bifurcation (a small order parameter its broken symmetry "
                             f"sustains), not a subcritical branch")
+    if side == "lower" and not below and order:
+        ic = order_squared_intercept(order, pitch.lo)
+        if ic is not None and pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1]:
+            # Lost above the pitchfork, but its order parameter heads to zero there: the solver's collapse test
+            # gives up on a small theta first (theta within 3 standard errors of 0).  Both in the interval.
+            return Critical(end.name, pitch.value, pitch.lo, max(pitch.hi, end.hi), "pitchfork",
+                            f"{pitch.method}; the squared order parameter of the solver's points extrapolates to "
+                            f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}; the solver's validity bracket "
+                            f"[{end.lo:.4g}, {end.hi:.4g}] lies above it",
+                            "supercritical: the solver stops resolving the small order parameter just above the "
+                            "pitchfork; the interval covers both")
     if below:
         return Critical(end.name, end.value, end.lo, end.hi, "fold", end.method,
                         f"subcritical: the branch exists beyond the pitchfork at alpha = {pitch.value:.4g} "
