@@ -223,3 +223,15 @@ def test_rank2_agnostic_point_converges_without_the_rotation_gauge():
             assert np.max(np.abs(M - np.diag(np.diag(M)))) < 0.03 * ev.mean()
     # r = 2 at default precision, measured with the gauge (184 map evaluations) and without it (41)
     assert got[2].train_loss == pytest.approx(0.0029303, rel=3e-3)
+
+
+def test_rank2_teacher_agnostic_point_at_default_precision():
+    """r* = 2, alpha 1.5: the default start is outside the map's domain (lambda + sigma^2 Vhat < 0 at V = 15);
+    solve() retries with V doubled after a first-evaluation failure, which the coarse pre-solve of `default`
+    hid (two evaluations counted), so `all` listed no agnostic point there.  The fixed point has V ~ 23.4; the
+    `fast` solve (no coarse stage) is the independent check (train loss 0.0063311)."""
+    s = Setting(omega=0.3, r_star=2)
+    d, f = solve(s, 1.5, "agnostic", "default"), solve(s, 1.5, "agnostic", "fast")
+    assert d.valid and f.valid, (d.status, d.message)
+    assert d.train_loss == pytest.approx(f.train_loss, rel=1e-3)
+    assert d.overlaps.V[0, 0] == pytest.approx(23.43, rel=3e-3)
