@@ -177,13 +177,15 @@ def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_fa
     calls = []
     # alpha -> (valid from the neighbour, first scrambling converged)
     plan = {1.0: (True, True), 1.1: (False, True), 1.2: (False, False)}
+    failure = {"status": Status.collapsed}  # how an invalid point failed
 
     def fake_solve(setting, a, branch, precision, init=None, **kw):
         calls.append((a, init is None))
         valid, first_ok = plan[a]
         if init is None and a != 1.0:
             valid, first_ok = True, True  # the retry
-        return SimpleNamespace(valid=valid, alpha=a, hints=SimpleNamespace(first_scrambling_ok=first_ok))
+        return SimpleNamespace(valid=valid, alpha=a, status=Status.ok if valid else failure["status"],
+                               hints=SimpleNamespace(first_scrambling_ok=first_ok))
 
     monkeypatch.setattr(curves_module, "solve", fake_solve)
     solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
@@ -195,6 +197,12 @@ def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_fa
     solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
     # 1.1 failed in its first scrambling: retried (valid); 1.2 then follows it, fails the same way, is retried
     assert calls == [(1.0, True), (1.1, False), (1.1, True), (1.2, False), (1.2, True)]
+    # a later scrambling ran out of iterations (no verdict): retried even though the first one converged
+    calls.clear()
+    plan[1.1] = (False, True)
+    failure["status"] = Status.not_converged
+    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    assert calls[:3] == [(1.0, True), (1.1, False), (1.1, True)]
 
 
 def test_fine_jacobian_uses_continued_steps_and_agrees_with_the_wider_difference():

@@ -11,6 +11,7 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
+from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
 from attnphase.theory.state_evolution.solve import LADDER_RATIO, _ladder, solve
@@ -43,11 +44,14 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
         fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart,
                    ladder=not ended)
         retry: FixedPoint | None = None
-        if not fp.valid and init is not None and not fp.hints.first_scrambling_ok:
+        if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok
+                                                  or fp.status == Status.not_converged):
             # Continuation can fail where the previous point was far; retry from the start set.  Not where the
             # first scrambling did converge from the neighbour's point and a later one, or the scramblings'
             # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
-            # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).
+            # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).  Except where a later scrambling ran
+            # out of iterations, which is no verdict (r = 2, fast, positional 2 -> 3: not converged; the start set
+            # gives the single point's ok answer).
             retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
                           ladder=not ended)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
