@@ -463,7 +463,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         # The order parameter's standard error as a vector (per entry, over the scramblings) as well: where the
         # points' graininess sustains a small order parameter pointing a different way in each scrambling, the
         # sizes agree (a small error of |m|) while the mean vector is zero within its error (L = 3 simplex, fast,
-        # seed 1: "valid" positional points with rms m 0.003-0.01 +- 0.001 at every alpha; seed 0: collapsed).
+        # seed 1: "valid" positional points with rms m 0.003-0.01 +- 0.001 at every alpha, now collapsed below 0.42;
+        # seed 0: collapsed).
         m_err = max(m_err, _vector_sem([o.m for o in overlaps_reps]) / np.sqrt(setting.L))
         theta_err = max(theta_err, _vector_sem([o.theta for o in overlaps_reps]))
     if status == Status.ok and b == Branch.positional and s_mean["m"] < max(1e-2 * np.sqrt(s_mean["q"]),
