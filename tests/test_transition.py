@@ -415,3 +415,14 @@ def test_intervals_overlap_across_grids_and_seeds_beyond_the_study(name: str) ->
         if name == "r2":
             assert r.critical["alpha_c"].kind == "at spinodal" and r.critical["alpha_mixed_appears"].found
     _all_overlap(runs, ("alpha_c", "alpha_l", "alpha_sem_appears") + (("alpha_mixed_appears",) if name == "r2" else ()))
+
+
+def test_transition_record_carries_the_mixed_appearance_only_where_it_exists() -> None:
+    from attnphase.theory.transition.records import NAMES, TransitionResult
+
+    crit = {n: Critical.missing(n, "not in range", "none") for n in NAMES}
+    plain = TransitionResult(omega=0.3, critical=dict(crit), test_error_linear=0.002, alpha_range=(0.05, 2.0))
+    assert not any(k.startswith("alpha_mixed_appears") for k in plain.to_dict())
+    crit["alpha_mixed_appears"] = Critical("alpha_mixed_appears", 0.587, 0.532, 0.593, "unknown", "bisection")
+    d = TransitionResult(omega=0.3, critical=crit, test_error_linear=0.002, alpha_range=(0.05, 2.0)).to_dict()
+    assert (d["alpha_mixed_appears"], d["alpha_mixed_appears_lo"], d["alpha_mixed_appears_hi"]) == (0.587, 0.532, 0.593)

@@ -137,6 +137,8 @@ class TransitionResult:
         d: dict[str, Any] = {"omega": self.omega}
         for name in NAMES:
             d.update(self.critical[name].to_dict(name))
+        if "alpha_mixed_appears" in self.critical:  # (tied students of rank >= 2 only: where alpha_c can come from)
+            d.update(self.critical["alpha_mixed_appears"].to_dict())
         d["test_error_linear"] = self.test_error_linear
         d["note"] = "; ".join(f"{k}: {v}" for k, v in self.reasons.items())
         return d
