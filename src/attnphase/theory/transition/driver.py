@@ -40,7 +40,7 @@ from attnphase.theory.state_evolution.precision import get_precision
 from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, global_minimum_curve, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.transition.ends import bisect_valid
-from attnphase.theory.transition.linearised import order_squared_intercept
+from attnphase.theory.transition.linearised import order_squared_intercept, theta_points
 from attnphase.theory.transition.records import Critical, TransitionResult
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
 from attnphase.theory.transition.strategies import AdapterEnds, BranchEnds, SolverEnds
@@ -299,9 +299,7 @@ def _mixed_end(setting: Setting, cache: dict[tuple[str, float], FixedPoint], gri
                                 p_prev=valid[1] if len(valid) > 1 else None)
     for p in pts:
         cache[(MIXED, round(p.alpha, 12))] = p
-    order = [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan")))
-             for (b, _), p in cache.items() if b == MIXED and p.valid]
-    ic = order_squared_intercept(order, a_bad)
+    ic = order_squared_intercept(theta_points([p for (b, _), p in cache.items() if b == MIXED]), a_bad)
     lo, hi, why = a_bad, a_ok, "the solver's validity bracket"
     if ic is not None and ic[0] < a_ok:
         lo = min(lo, ic[0] - 3 * ic[1])

@@ -175,6 +175,11 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     return Instability(Critical(name, v, v - half, v + half, "pitchfork", method), tuple(roots), n_eval)
 
 
+def theta_points(points: list) -> list[tuple[float, float, float]]:
+    """(alpha, theta, its standard error) of the valid fixed points among points: order_squared_intercept's input."""
+    return [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan"))) for p in points if p.valid]
+
+
 def order_squared_intercept(points: list[tuple[float, float, float]], above: float) -> tuple[float, float] | None:
     """Where the squared order parameter, extrapolated linearly in alpha from the two lowest valid points above
     ``above``, reaches zero, and that intercept's standard error (from the points' standard errors).  points:
@@ -221,26 +226,27 @@ def classify_end(end: Critical, pitch: Critical, side: str,
         return Critical(end.name, pitch.value, min(pitch.lo, end.lo), max(pitch.hi, end.hi), "pitchfork",
                         f"{pitch.method}; confirmed by the solver's validity bracket [{end.lo:.4g}, {end.hi:.4g}]")
     below = end.hi < pitch.lo if side == "lower" else end.lo > pitch.hi
-    if below and side == "lower" and order:
-        ic = order_squared_intercept(order, pitch.lo)
-        if ic is not None and pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1]:
-            return Critical(end.name, pitch.value, pitch.lo, pitch.hi, "pitchfork",
-                            f"{pitch.method}; the squared order parameter of the solver's points above it "
-                            f"extrapolates to zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
-                            f"supercritical: valid points down to alpha = {end.hi:.4g}, below the pitchfork, are the "
-                            f"finite point set's imperfect bifurcation (a small order parameter its broken symmetry "
-                            f"sustains), not a subcritical branch")
-    if side == "lower" and not below and order:
-        ic = order_squared_intercept(order, pitch.lo)
-        if ic is not None and pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1]:
-            # Lost above the pitchfork, but its order parameter heads to zero there: the solver's collapse test
-            # gives up on a small theta first (theta within 3 standard errors of 0).  Both in the interval.
-            return Critical(end.name, pitch.value, pitch.lo, max(pitch.hi, end.hi), "pitchfork",
-                            f"{pitch.method}; the squared order parameter of the solver's points extrapolates to "
-                            f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}; the solver's validity bracket "
-                            f"[{end.lo:.4g}, {end.hi:.4g}] lies above it",
-                            "supercritical: the solver stops resolving the small order parameter just above the "
-                            "pitchfork; the interval covers both")
+    # Where theta^2 of the solver's points above the pitchfork extrapolates to zero (None: no extrapolation, or
+    # not inside the pitchfork's interval widened by 3 of its standard errors)
+    ic = order_squared_intercept(order, pitch.lo) if side == "lower" and order else None
+    if ic is not None and not pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1]:
+        ic = None
+    if ic is not None and below:
+        return Critical(end.name, pitch.value, pitch.lo, pitch.hi, "pitchfork",
+                        f"{pitch.method}; the squared order parameter of the solver's points above it "
+                        f"extrapolates to zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
+                        f"supercritical: valid points down to alpha = {end.hi:.4g}, below the pitchfork, are the "
+                        f"finite point set's imperfect bifurcation (a small order parameter its broken symmetry "
+                        f"sustains), not a subcritical branch")
+    if ic is not None:
+        # Lost above the pitchfork, but its order parameter heads to zero there: the solver's collapse test gives
+        # up on a small theta first (theta within 3 standard errors of 0).  Both in the interval.
+        return Critical(end.name, pitch.value, pitch.lo, max(pitch.hi, end.hi), "pitchfork",
+                        f"{pitch.method}; the squared order parameter of the solver's points extrapolates to "
+                        f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}; the solver's validity bracket "
+                        f"[{end.lo:.4g}, {end.hi:.4g}] lies above it",
+                        "supercritical: the solver stops resolving the small order parameter just above the "
+                        "pitchfork; the interval covers both")
     if below:
         return Critical(end.name, end.value, end.lo, end.hi, "fold", end.method,
                         f"subcritical: the branch exists beyond the pitchfork at alpha = {pitch.value:.4g} "

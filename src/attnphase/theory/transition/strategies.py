@@ -22,7 +22,7 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
-from attnphase.theory.transition.linearised import classify_end, instability
+from attnphase.theory.transition.linearised import classify_end, instability, theta_points
 from attnphase.theory.transition.records import Critical, CriticalKind
 
 
@@ -164,8 +164,7 @@ class SolverEnds:
         inst = instability(setting, "semantic", grid, seed=seed, xtol=min(xtol, 0.005))
         self.sem_pitchfork = inst.critical
         self.evaluations = inst.evaluations
-        order = [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan"))) for p in self.ve.points
-                 if p.branch == "semantic" and p.valid]
+        order = theta_points([p for p in self.ve.points if p.branch == "semantic"])
         end = classify_end(self.ve.ends["alpha_sem_appears"], inst.critical, "lower", order)
         self.ve.ends["alpha_sem_appears"] = end
         lo, hi = self.ve.range["semantic"]
