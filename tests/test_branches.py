@@ -120,6 +120,15 @@ def test_single_start_opt_out_keeps_the_old_path():
     assert p.status == Status.inadmissible and p.starts == ()
 
 
+def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
+    """L = 4 orthogonal, alpha 1.5, positional (fast): the default start leaves the map's domain at its first steps
+    (inadmissible), the three others collapse: the branch is collapsed (absent), not inadmissible (before: the first
+    start's status was reported whatever the others said)."""
+    p = solve(Setting(omega=0.3, L=4, positions="orthogonal"), 1.5, "positional", "fast")
+    assert [st.status for st in p.starts] == [Status.inadmissible] + [Status.collapsed] * 3
+    assert p.status == Status.collapsed and not p.valid
+
+
 # -- the matrix (slow): single point = the same alpha inside two different curves
 
 MATRIX = {

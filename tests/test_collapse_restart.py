@@ -59,3 +59,97 @@ def test_collapse_verdict_after_the_coarse_restart_is_the_full_maps(monkeypatch)
     assert first["theta"] == pytest.approx(5e-2 * np.sqrt(first["q"] * S.rho), rel=1e-9)
     assert first["q"] == pytest.approx(coarse[-1][2]["q"], rel=1e-12)  # the coarse end point's q
     assert full[-1][2]["theta"] < first["theta"] / 5  # decayed at full resolution
+
+
+# -- a coarse fixed point whose order parameter is the coarse points' graininess (L = 3 simplex, default precision)
+
+L3 = Setting(omega=0.3, L=3, positions="simplex")
+
+
+def test_chord_gives_up_at_the_first_evaluation_only_when_asked():
+    from attnphase.theory.solvers.fixed_point import chord
+
+    A = np.array([[0.5, 0.0], [0.0, 0.2]])
+    b = np.array([1.0, 2.0])
+    fmap = lambda x: (A @ x + b, None)  # noqa: E731
+    x_star = np.linalg.solve(np.eye(2) - A, b)
+    M = np.linalg.inv(np.eye(2) - A)
+    x0 = np.array([10.0, -3.0])
+    seen = []
+    give_up = lambda x, r: seen.append((x.copy(), r.copy())) or True  # noqa: E731
+    out = chord(fmap, x0, tol=1e-10, matrix=M, give_up=give_up)
+    assert out.status == Status.not_converged and out.nit == 1 and out.extra["gave_up"]
+    np.testing.assert_allclose(out.x, A @ x0 + b)  # the image of the start
+    np.testing.assert_allclose(seen[0][1], A @ x0 + b - x0)  # asked with the start's residual
+    kept = chord(fmap, x0, tol=1e-10, matrix=M, give_up=lambda x, r: False)
+    assert kept.converged and not kept.extra.get("gave_up")
+    np.testing.assert_allclose(kept.x, x_star, rtol=1e-9)
+
+
+def test_only_order_far_reads_the_order_parameters_coordinates():
+    bm = branch_map(L3, 1.5, "positional", gaussian_sobol(10, 6, 0))
+    names = bm.layout.names()
+    x = bm.pack(Overlaps(q=0.1, m=np.array([[0.02], [-0.01], [-0.01]]), V=24.0, theta=0.0))
+    is_m = np.array([n.startswith("m_coord") for n in names])
+    r = np.where(is_m, -0.7 * x, 0.01 * x)  # m shrinks by 70%, q and V move by 1%
+    assert bm.only_order_far(x, r, near=0.03, far=0.2)
+    assert not bm.only_order_far(x, np.where(is_m, -0.1 * x, 0.01 * x), near=0.03, far=0.2)  # m not far
+    assert not bm.only_order_far(x, np.where(is_m, -0.7 * x, 0.05 * x), near=0.03, far=0.2)  # q, V far too
+    agn = branch_map(L3, 1.5, "agnostic", gaussian_sobol(10, 6, 0))
+    xa = agn.pack(Overlaps(q=0.1, m=0.0, V=24.0, theta=0.0))
+    assert not agn.only_order_far(xa, 0.5 * xa, near=0.03, far=0.2)  # no order parameter
+
+
+def _full_and_coarse_evaluations(monkeypatch):
+    counts = {"full": 0, "coarse": 0}
+    step = BranchMap.step
+
+    def counting(self, x):
+        counts["full" if self.points.shape[1] == 2**15 else "coarse"] += 1
+        return step(self, x)
+
+    monkeypatch.setattr(BranchMap, "step", counting)
+    return counts
+
+
+def test_a_coarse_point_sustained_by_graininess_collapses_at_full_resolution_in_a_few_steps(monkeypatch):
+    """L = 3 simplex, alpha 1.5, the scaled positional start: the coarse solve (2^12 points) converges to m ~ 0.02,
+    which the full map (2^15) shrinks 0.3x per step with q and V within 1%.  The verdict is the same either way
+    (collapsed, as without the rescue: the damped iteration from the coarse point); with it, 3 full-resolution
+    evaluations instead of 11 (measured)."""
+    from attnphase.theory.state_evolution.starts import scaled_start
+
+    start = scaled_start(L3, 1.5, "positional")
+    counts = _full_and_coarse_evaluations(monkeypatch)
+    fast = solve(L3, 1.5, "positional", "default", init=start)
+    with_rescue = dict(counts)
+    monkeypatch.setattr(BranchMap, "only_order_far", lambda self, x, r, near, far: False)
+    counts.update(full=0, coarse=0)
+    slow = solve(L3, 1.5, "positional", "default", init=start)
+    assert fast.status == slow.status == Status.collapsed
+    assert with_rescue["coarse"] == counts["coarse"] > 0  # the same coarse solve
+    assert with_rescue["full"] <= 4 < counts["full"]
+
+
+def test_a_start_whose_coarse_solve_reaches_an_earlier_ones_point_shares_its_result(monkeypatch):
+    """The same setting, every start: wide_m's coarse solve ends where scaled's did (to 5e-6), so its full-resolution
+    solve is not repeated (start record same_as "scaled"); the branch's verdict is that of four independent solves."""
+    counts = _full_and_coarse_evaluations(monkeypatch)
+    fp = solve(L3, 1.5, "positional", "default")
+    shared = {st.name: st.same_as for st in fp.starts}
+    assert shared == {"default": None, "scaled": None, "wide_m": "scaled", "pattern": None}
+    assert fp.status == Status.collapsed and all(st.status == Status.collapsed for st in fp.starts)
+    from attnphase.theory.state_evolution.results import StartRecord
+
+    back = [StartRecord.from_dict(st.to_dict()) for st in fp.starts]  # (train losses NaN: compare fields)
+    assert [(b.name, b.status, b.same_as) for b in back] == [(st.name, st.status, st.same_as) for st in fp.starts]
+    assert "same_as" not in fp.starts[0].to_dict() and fp.starts[2].to_dict()["same_as"] == "scaled"
+    full_shared = counts["full"]
+    from attnphase.theory.state_evolution import solve as solve_module
+
+    monkeypatch.setattr(solve_module._CoarseMemo, "find", lambda self, x, scale, radius: None)
+    counts.update(full=0, coarse=0)
+    alone = solve(L3, 1.5, "positional", "default")
+    assert [st.status for st in alone.starts] == [st.status for st in fp.starts]
+    assert all(st.same_as is None for st in alone.starts)
+    assert full_shared < counts["full"]

@@ -83,11 +83,12 @@ def _evaluate(fmap: Map, x: np.ndarray) -> tuple[np.ndarray, Any]:
 
 
 FAR_STEPS = 10  # anderson's damped steps while far from the fixed point (default)
+FAR = 0.03  # anderson's default `far`: a relative residual above it is far from the fixed point
 
 
 def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate = _true,
              collapsed: Predicate = _false, diverged: Predicate = _false, depth: int = 5, mixing: float = 0.5,
-             far: float = 0.03, far_mixing: float = 0.3, far_steps: int = FAR_STEPS, accept: float = 0.0,
+             far: float = FAR, far_mixing: float = 0.3, far_steps: int = FAR_STEPS, accept: float = 0.0,
              stagnation: int = 12, scale: Scale | None = None) -> SolverResult:
     """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
 
@@ -192,7 +193,7 @@ def newton_matrix(J: np.ndarray) -> np.ndarray | None:
 def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter: int = 8,
           admissible: Predicate = _true, scale: Scale | None = None, accept: float = 0.0,
           cheap: Callable[[np.ndarray], np.ndarray] | None = None, cheap_iter: int = 6,
-          secant_min: float = 0.0) -> SolverResult:
+          secant_min: float = 0.0, give_up: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> SolverResult:
     """Newton on G(x) - x with a frozen Jacobian from a nearby problem.  When the residual stops falling (with the
     best residual at most `accept`, or twice) or after max_iter evaluations: the best iterate if its residual is
     at most `accept` (with a warning: the map's resolution, as in :func:`anderson`), else a result with status
@@ -206,7 +207,10 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
 
     secant_min > 0: after an exact step of scaled size (max |dx| / scale) above secant_min, a Broyden update
     of the matrix from that step's secant.  Smaller steps would fit the map's graininess (its jumps when
-    integration points switch basin), not its slope."""
+    integration points switch basin), not its slope.
+
+    give_up(x0, G(x0) - x0): where true at the first evaluation, return at once (``not_converged``, nit 1, x the
+    image G(x0), extra["gave_up"] True): for a caller that reads such a start differently."""
     x = np.array(x0, dtype=float)
     prev = np.inf
     n_cheap = 0
@@ -224,6 +228,9 @@ def chord(fmap: Map, x0: np.ndarray, *, tol: float, matrix: np.ndarray, max_iter
         last = (x.copy(), r.copy())
         if res < tol:
             return SolverResult(gx, Status.ok, (), it, res, "", aux, {"cheap": n_cheap})
+        if it == 1 and give_up is not None and give_up(x, r):
+            return SolverResult(gx, Status.not_converged, (), 1, res, "given up at the start", aux,
+                                {"cheap": 0, "gave_up": True})
         if res < best[0]:
             best = (res, gx, aux, it)
         if res > 0.5 * prev:

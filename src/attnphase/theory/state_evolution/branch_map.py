@@ -147,6 +147,18 @@ class BranchMap:
         scale = np.sqrt(qmax * self.setting.rho) if name == "theta" else np.sqrt(qmax)
         return name, summaries(o)[name], 1e-2 * scale
 
+    def only_order_far(self, x: np.ndarray, r: np.ndarray, near: float, far: float) -> bool:
+        """The residual r = G(x) - x (relative, layout scale) exceeds `far` in the branch's order parameter (m on the
+        positional branch, theta on the semantic one) and is at most `near` in every other coordinate; False for a
+        branch without one."""
+        order = {Branch.positional: 1, Branch.semantic: 3}.get(self.branch)
+        if order is None:
+            return False
+        rel = np.abs(r) / self.layout.scale(x)
+        mask = np.zeros(x.size, dtype=bool)
+        mask[self.layout._slices()[order]] = True
+        return bool(np.max(rel[~mask], initial=0.0) <= near and np.max(rel[mask], initial=0.0) > far)
+
     def collapsed(self, x: np.ndarray) -> bool:
         """The branch's order parameter has decayed to ~0 (flowing to the agnostic point)."""
         order = self._order(self.layout.unpack(x))

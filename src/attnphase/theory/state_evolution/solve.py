@@ -8,6 +8,7 @@ global_minimum: every branch at one alpha, and the lowest of them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -30,6 +31,7 @@ from attnphase.theory.model.overlaps import (
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
+    FAR,
     FAR_STEPS,
     Inadmissible,
     SolverResult,
@@ -196,10 +198,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
 
 
 def _solve_named(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
-                 seed: int, kernel: str) -> FixedPoint:
+                 seed: int, kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
     """One solve from one start; "mixed" runs on the free layout and is then checked to be mixed."""
     if branch != MIXED:
-        return _solve_one(setting, alpha, branch, prec, init, seed, kernel)
+        return _solve_one(setting, alpha, branch, prec, init, seed, kernel, memo)
     if isinstance(init, FixedPoint) and init.branch == MIXED:
         init = dataclasses.replace(init, branch="free")  # (its hints continue the free layout's solve)
     fp = _solve_one(setting, alpha, "free", prec, init, seed, kernel)
@@ -262,12 +264,14 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
                   ladder: bool) -> FixedPoint:
     tried: list[tuple[str, FixedPoint | None]] = []
     first = _first_valid(setting, branch)
+    memo = _CoarseMemo()
     for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
         o = start() if callable(start) else start
         if o is None and name != "default":
             tried.append((name, None))
             continue
-        fp = _solve_named(setting, alpha, branch, prec, o, seed, kernel)
+        memo.name = name
+        fp = _solve_named(setting, alpha, branch, prec, o, seed, kernel, memo)
         tried.append((name, fp))
         if fp.valid and first:
             break
@@ -277,7 +281,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
             p is not None and p.valid for _, p in tried):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
-    return _best_of(tried)
+    return _best_of(tried, memo.same_as)
 
 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
@@ -305,17 +309,27 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     return dataclasses.replace(prev, seconds=seconds, iterations=iters)
 
 
-def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:
-    """The valid point with the lowest training loss (the first solved one if none is valid).  Where more than one
+def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str] | None = None) -> FixedPoint:
+    """The valid point with the lowest training loss (if none is valid, the first solved one that collapsed or ran out
+    of iterations, else the first solved one).  Where more than one
     start was tried: a new record with every start's outcome in `starts` (and a note), seconds and iterations
     summed over all."""
     solved = [(n, p) for n, p in tried if p is not None]
     ok = [(n, p) for n, p in solved if p.valid]
-    name, best = min(ok, key=lambda t: t[1].train_loss) if ok else solved[0]
+    if ok:
+        name, best = min(ok, key=lambda t: t[1].train_loss)
+    else:
+        # None valid: a start that left the map's domain or ran away says nothing of the branch, one that collapsed
+        # or ran out of iterations does (L = 4 orthogonal, positional, alpha 1.5: the default start inadmissible at
+        # its first steps, the three others collapsed: the branch is reported collapsed, not inadmissible).
+        informative = [(n, p) for n, p in solved if p.status in (Status.collapsed, Status.not_converged)]
+        name, best = (informative or solved)[0]
     if len(tried) == 1:
         return best
+    same_as = same_as or {}
     records = tuple(StartRecord(n, p.status if p is not None else Status.inadmissible,
-                                p.train_loss if p is not None and p.valid else float("nan")) for n, p in tried)
+                                p.train_loss if p is not None and p.valid else float("nan"), same_as.get(n))
+                    for n, p in tried)
     others = "; ".join(f"{r.name}: {r.status.value}" + (f", train loss {r.train_loss:.6g}" if r.status == Status.ok
                                                         else "") for r in records if r.name != name)
     how = "lowest train loss" if ok else "none valid"
@@ -327,8 +341,8 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:
 
 
 def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
-               seed: int, kernel: str) -> FixedPoint:
-    fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel)
+               seed: int, kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
+    fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, memo)
     # (the first evaluation, at each level: with a coarse pre-solve, one there and one at full resolution)
     first = 1 + (1 if prec.coarse_log2 and prec.replicas > 1 else 0)
     if init is None and fp.status == Status.inadmissible and fp.iterations <= first:
@@ -344,8 +358,28 @@ def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, ini
     return fp
 
 
+class _CoarseMemo:
+    """The coarse fixed points one start set's solves reached and the full-resolution results from them: a later start
+    whose coarse solve ends at the same point (within _MEMO_RADIUS tolerances) gets that result instead of solving
+    it again (L = 3 simplex, positional: the scaled and wide_m starts reach one coarse point, to 5e-6)."""
+
+    def __init__(self) -> None:
+        self.name = ""  # the start being solved (set by the caller)
+        self.seen: dict[str, tuple[np.ndarray, FixedPoint]] = {}
+        self.same_as: dict[str, str] = {}  # start -> the earlier start whose result it got
+
+    def find(self, x: np.ndarray, scale: np.ndarray, radius: float) -> tuple[str, FixedPoint] | None:
+        for name, (xe, fp) in self.seen.items():
+            if xe.shape == x.shape and float(np.max(np.abs(x - xe) / scale)) <= radius:
+                return name, fp
+        return None
+
+
+_MEMO_RADIUS = 10.0  # coarse tolerances: two coarse solves that end this close reached the same fixed point
+
+
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
-           kernel: str) -> FixedPoint:
+           kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
     branch = b.value
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
@@ -368,9 +402,22 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     xs: list[np.ndarray] = []  # this solve's fixed point per scrambling
     first_ok = False
     reseeded = False
+    coarse_nm = False  # nm is the coarse pre-solve's (not a neighbour's along a curve)
+    x_coarse = None  # its fixed point, for the memo
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
         x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
         iters += n_coarse
+        coarse_nm = nm is not None
+        if memo is not None and coarse_nm:
+            tol_c = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2) * prec.tol
+            hit = memo.find(x, layout.scale(x), _MEMO_RADIUS * tol_c)
+            if hit is not None:
+                name, fp = hit
+                memo.same_as[memo.name] = name
+                return dataclasses.replace(fp, iterations=iters, seconds=time.perf_counter() - t0,
+                                           message=(fp.message + "; " if fp.message else "")
+                                           + f"the coarse solve reached start {name}'s coarse fixed point: its result")
+            x_coarse = x.copy()
     rep = -1
     while True:
         rep += 1
@@ -381,9 +428,19 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         x = _replica_start(rep, x, xs, hint if nm is not None else SolverHints(), alpha, bm)
         sol: SolverResult | None = None  # the chord's result where it converged
         if nm is not None:
+            from_coarse = rep == 0 and coarse_nm
             tried = chord(bm.step, x, tol=prec.tol, matrix=nm, admissible=bm.admissible, scale=bm.layout.scale,
-                          accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN)
-            if not tried.converged and tried.residual <= FRESH_RETRY_MAX:
+                          accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN,
+                          give_up=functools.partial(bm.only_order_far, near=FAR, far=FRESH_RETRY_MAX) if from_coarse
+                          else None)
+            if tried.extra.get("gave_up"):
+                # The coarse fixed point's order parameter is the coarse points' graininess, not the full map's: the
+                # full map moves it by > FRESH_RETRY_MAX in one step while every other overlap stays within FAR (L = 3
+                # simplex, alpha 1.5, positional: m x 0.3 per step, q and V within 1%).  As from a reseeded start:
+                # undamped from that image (damped steps took 8 evaluations where 2-3 carry m to zero).
+                x, reseeded = tried.x.copy(), True
+                iters += 1
+            elif not tried.converged and tried.residual <= FRESH_RETRY_MAX:
                 # The frozen Jacobian was too far off (near a branch end the map's slowest eigenvalue approaches
                 # 1 and moves fast with alpha and the scrambling): once more with a fresh one here, which costs
                 # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
@@ -484,12 +541,15 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         # a fixed point displaced from their mean in nearly the same way).
         hints = SolverHints(first_scrambling_ok=first_ok, newton_matrix=nm, replica_x=tuple(xs), alpha=alpha,
                             predecessor=(hint.alpha, hint.replica_x[0]) if hint.replica_x else None)
-    return FixedPoint(
+    fp = FixedPoint(
         alpha=alpha, omega=setting.omega, branch=branch, overlaps=mean, hats=hmean, train_loss=float(E.mean()),
         test_error=te, errors=errors, iterations=iters, residual=float(residual), status=status,
         warnings=tuple(warnings), message=message, n_points=2**prec.log2_points * k, n_replicas=k, seconds=seconds(),
         precision=prec.name, setting=setting.to_dict(), hints=hints,
     )
+    if memo is not None and x_coarse is not None:
+        memo.seen[memo.name] = (x_coarse, fp)
+    return fp
 
 
 def _vector_sem(arrays: list[np.ndarray]) -> float:
