@@ -129,6 +129,19 @@ def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
     assert p.status == Status.collapsed and not p.valid
 
 
+def test_rank2_teacher_positional_point_at_large_alpha_is_the_continued_branch_not_the_far_point():
+    """r* = 2, alpha 10 (fast): every start reaches the far point (q ~ 9.1, train loss ~ 0.50) or leaves the domain;
+    the branch continued from below (q 0.044, train loss 0.0495, below the agnostic point's 0.0566) is the answer,
+    the same as inside a curve from alpha 5, and the far point is still listed among the starts."""
+    s = Setting(omega=0.3, r_star=2)
+    p = solve(s, 10.0, "positional", "fast")
+    assert p.valid and p.q[0, 0] < 0.1 and p.train_loss < 0.06
+    far = [st for st in p.starts if st.status == Status.ok and st.name != "ladder"]
+    assert far and all(st.train_loss > 5 * p.train_loss for st in far)
+    assert p.starts[-1].name == "ladder"
+    same_point(p, at(solve_curve(s, [5.0, 7.0, 10.0], "positional", "fast"), 10.0))
+
+
 # -- the matrix (slow): single point = the same alpha inside two different curves
 
 MATRIX = {

@@ -59,7 +59,9 @@ def test_multistart_finds_the_positional_point_simulations_reach_for_a_rank2_tea
     assert best.valid and best.m_norm == pytest.approx(0.3235, abs=3 * 0.0041 + 0.02 * 0.3235)
     assert best.train_loss == pytest.approx(0.005911, abs=3 * 0.00012 + 0.02 * 0.005911)
     assert not plain.valid or plain.train_loss > best.train_loss
-    assert [st.name for st in best.starts] == ["default", "scaled", "wide_m"] and best.starts[0].train_loss > best.train_loss
+    # (the ladder too: for r* >= 2 the positional branch is always continued from alpha 0.5 as well)
+    assert [st.name for st in best.starts] == ["default", "scaled", "wide_m", "ladder"]
+    assert best.starts[0].train_loss > best.train_loss
     assert any(w.code == NoteCode.multistart for w in best.warnings)
     # The study's setting has no extra starts: multistart changes nothing there.
     a = solve(Setting(), 1.5, "positional", "fast")

@@ -147,10 +147,13 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
 # but continuation reaches it (chord steps with the previous alpha's Jacobian).
 LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
+LADDER_HALVINGS = 3  # failed steps retried over half their length, per ladder
 # The mixed branch likewise from alpha = 1 (r = 2, omega 0.3, fast: from the mixed start at alpha 3 the free
 # iteration runs off to m ~ 4, not converged, while the curve from alpha 1 reaches the mixed point, train loss
 # 0.003366, below the semantic 0.003974; the mixed point exists from alpha ~ 0.75, docs/rank2.md).
-LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0}
+# The agnostic branch too (r* = 2, omega 0.3, fast, alpha 5: the default start inadmissible, the scaled one not
+# converged in 80 iterations; the curve from below reaches q 0.2157, V 11.67, train loss 0.024951).
+LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0, "agnostic": LADDER_FROM}
 _LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
 
 
@@ -172,8 +175,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     the structured starts, the mixed start, the tied solution lifted for an untied student; starts.named_starts)
     and the valid one with the lowest training loss is kept; in the study shape (L = 2, r = r* = 1, tied),
     semantic and agnostic branches and the untied student the first valid one (one fixed point per branch
-    measured there).  Where no start gives a valid positional point, it is continued internally from alpha =
-    LADDER_FROM.  Which starts ran and what each gave: FixedPoint.starts (empty where the first one sufficed).
+    measured there).  Where no start gives a valid positional or agnostic point (L = 2), it is continued internally
+    from alpha = LADDER_FROM (the mixed branch from 1), and for a teacher of rank r* >= 2 the positional branch is
+    continued so always, the lower of it and the starts' points kept (LADDER_BASE).  Which starts ran and what each
+    gave: FixedPoint.starts (empty where the first one sufficed).
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
@@ -277,9 +282,14 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             break
     # (L = 2 only: for L = 3 simplex, omega 0.3, alpha 1.5 the ladder's base at alpha 0.5 does not converge either, on
     # the ring of positional minima, and cost 20 s of CPU for the verdict the four starts had given.)
+    # For a teacher of rank r* >= 2 the ladder runs even where a start gave a valid positional point, and the lower
+    # one is kept: from alpha ~ 5 on every start reaches only the far point (omega 0.3, fast, alpha 10: q 9.12, m
+    # 5.15, train loss 0.504, from default and wide_m; scaled inadmissible), which no damped iteration or Newton step
+    # from a start leaves, while the branch continued from below is at q 0.044, m 0.359, train loss 0.0495.
     a0 = LADDER_BASE.get(branch)
-    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
-            p is not None and p.valid for _, p in tried):
+    several = branch == "positional" and setting.r_star > 1 and not setting.untied
+    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and (several or not any(
+            p is not None and p.valid for _, p in tried)):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
     return _best_of(tried, memo.same_as)
 
@@ -287,8 +297,8 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
             branch: str = "positional", a0: float = LADDER_FROM) -> FixedPoint:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
-    its Jacobian and scramblings' fixed points: the path of a curve), from base (a valid point of the branch) or,
-    without one, from the branch's start set at a0."""
+    its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved, LADDER_HALVINGS times
+    in all), from base (a valid point of the branch) or, without one, from the branch's start set at a0."""
     a0 = base.alpha if base is not None else a0
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
@@ -296,11 +306,21 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     prev = base if base is not None else _solve_starts(setting, float(grid[0]), branch, prec, seed, kernel, True,
                                                        ladder=False)
     seconds, iters = (0.0, 0) if base is not None else (prev.seconds, prev.iterations)
-    for a in grid[1:]:
-        if not prev.valid:
-            break
-        prev = _solve_named(setting, float(a), branch, prec, prev, seed, kernel)
-        seconds, iters = seconds + prev.seconds, iters + prev.iterations
+    pending = [float(a) for a in grid[1:]]
+    halvings = 0
+    while pending and prev.valid:
+        nxt = _solve_named(setting, pending[0], branch, prec, prev, seed, kernel)
+        seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
+        if nxt.valid:
+            prev = nxt
+            pending.pop(0)
+        elif halvings < LADDER_HALVINGS:
+            # A step the branch changes too much over (r* = 2, omega 0.3, fast: 2.44 -> 3.62 not converged, in
+            # halves converged): once more over half the step (geometric mean), at most LADDER_HALVINGS times.
+            pending.insert(0, float(np.sqrt(prev.alpha * pending[0])))
+            halvings += 1
+        else:
+            prev = nxt
     if not prev.valid or prev.alpha != alpha:
         msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
                f"({prev.status.value})")
