@@ -147,7 +147,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
 # but continuation reaches it (chord steps with the previous alpha's Jacobian).
 LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
-LADDER_HALVINGS = 3  # failed steps retried over half their length, per ladder
+LADDER_HALVINGS = 8  # failed steps retried over half their length, per ladder (r = 2, fast, alpha 10: 5 needed)
 # The mixed branch likewise from alpha = 1 (r = 2, omega 0.3, fast: from the mixed start at alpha 3 the free
 # iteration runs off to m ~ 4, not converged, while the curve from alpha 1 reaches the mixed point, train loss
 # 0.003366, below the semantic 0.003974; the mixed point exists from alpha ~ 0.75, docs/rank2.md).
@@ -316,7 +316,9 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
             pending.pop(0)
         elif halvings < LADDER_HALVINGS:
             # A step the branch changes too much over (r* = 2, omega 0.3, fast: 2.44 -> 3.62 not converged, in
-            # halves converged): once more over half the step (geometric mean), at most LADDER_HALVINGS times.
+            # halves converged), or where the map is rough (r = 2, fast, alpha ~ 10: the positional point is reached
+            # at residuals 3e-4 - 2e-3, and a step of 9.54 -> 10 runs off to the far point; five halvings reach it):
+            # once more over half the step (geometric mean), at most LADDER_HALVINGS times.
             pending.insert(0, float(np.sqrt(prev.alpha * pending[0])))
             halvings += 1
         else:
