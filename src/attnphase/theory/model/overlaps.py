@@ -192,6 +192,10 @@ class Layout:
             start += s
         return out
 
+    def block(self, name: str) -> slice:
+        """The flat coordinates of one overlap: "q", "m", "V" or "theta" (an empty slice where the branch fixes it)."""
+        return self._slices()[("q", "m", "V", "theta").index(name)]
+
     def names(self) -> list[str]:
         """Human names of the flat coordinates (for messages)."""
         iu = _triu(self.r)

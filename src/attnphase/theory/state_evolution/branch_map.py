@@ -20,6 +20,7 @@ DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
 # its last full evaluation instead of running the prox's own starts: one point in 1.6 million differs there
 # (docs/numerics.md, "Continued evaluations"; benchmarks/continued_evaluations.py).
 CONTINUE_RADIUS = 3e-3
+_ORDER_PARAMETER = {Branch.semantic: "theta", Branch.positional: "m"}  # the overlap that is zero off the branch
 
 
 class BranchMap:
@@ -140,7 +141,7 @@ class BranchMap:
 
     def _order(self, o: Overlaps) -> tuple[str, float, float] | None:
         """(name, size, collapse threshold) of the branch's order parameter (None: the branch has none)."""
-        name = {Branch.semantic: "theta", Branch.positional: "m"}.get(self.branch)
+        name = _ORDER_PARAMETER.get(self.branch)
         if name is None:
             return None
         qmax = max(float(np.linalg.eigvalsh(o.q).max()), 0.0)
@@ -151,12 +152,12 @@ class BranchMap:
         """The residual r = G(x) - x (relative, layout scale) exceeds `far` in the branch's order parameter (m on the
         positional branch, theta on the semantic one) and is at most `near` in every other coordinate; False for a
         branch without one."""
-        order = {Branch.positional: 1, Branch.semantic: 3}.get(self.branch)
-        if order is None:
+        name = _ORDER_PARAMETER.get(self.branch)
+        if name is None:
             return False
         rel = np.abs(r) / self.layout.scale(x)
         mask = np.zeros(x.size, dtype=bool)
-        mask[self.layout._slices()[order]] = True
+        mask[self.layout.block(name)] = True
         return bool(np.max(rel[~mask], initial=0.0) <= near and np.max(rel[mask], initial=0.0) > far)
 
     def collapsed(self, x: np.ndarray) -> bool:

@@ -111,6 +111,11 @@ def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> O
     return Overlaps(q=o.q, m=m, V=o.V, theta=theta)
 
 
+def _coarse_tol(prec: Precision) -> float:
+    """The coarse pre-solve's tolerance: its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's."""
+    return 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2) * prec.tol
+
+
 def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
                   kernel: str) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
@@ -121,9 +126,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     collapse (reseeded: see below)."""
     pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
     bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
-    # Its graininess is 2^((log2_points - coarse_log2) / 2) times the full map's: a looser tolerance.
-    scale = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2)
-    sol = anderson(bm.step, x, tol=scale * prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
+    sol = anderson(bm.step, x, tol=_coarse_tol(prec), max_iter=prec.max_iter, admissible=bm.admissible,
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
     if sol.status == Status.collapsed:
         # Far below a branch's end the coarse and the full iteration take the same path to the agnostic point
@@ -431,8 +434,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         iters += n_coarse
         coarse_nm = nm is not None
         if memo is not None and coarse_nm:
-            tol_c = 2.0 ** ((prec.log2_points - prec.coarse_log2) / 2) * prec.tol
-            hit = memo.find(x, layout.scale(x), _MEMO_RADIUS * tol_c)
+            hit = memo.find(x, layout.scale(x), _MEMO_RADIUS * _coarse_tol(prec))
             if hit is not None:
                 name, fp = hit
                 memo.same_as[memo.name] = name
