@@ -101,11 +101,12 @@ def test_only_order_far_reads_the_order_parameters_coordinates():
 
 
 def _full_and_coarse_evaluations(monkeypatch):
-    counts = {"full": 0, "coarse": 0}
+    counts = {"full": 0, "coarse": 0, "other": 0}
     step = BranchMap.step
 
     def counting(self, x):
-        counts["full" if self.points.shape[1] == 2**15 else "coarse"] += 1
+        # (other: the contraction certificate's agnostic point, on 2^13 mirrored points)
+        counts[{2**15: "full", 2**12: "coarse"}.get(self.points.shape[1], "other")] += 1
         return step(self, x)
 
     monkeypatch.setattr(BranchMap, "step", counting)
@@ -124,7 +125,7 @@ def test_a_coarse_point_sustained_by_graininess_collapses_at_full_resolution_in_
     fast = solve(L3, 1.5, "positional", "default", init=start)
     with_rescue = dict(counts)
     monkeypatch.setattr(BranchMap, "only_order_far", lambda self, x, r, near, far: False)
-    counts.update(full=0, coarse=0)
+    counts.update(full=0, coarse=0, other=0)
     slow = solve(L3, 1.5, "positional", "default", init=start)
     assert fast.status == slow.status == Status.collapsed
     assert with_rescue["coarse"] == counts["coarse"] > 0  # the same coarse solve
@@ -148,7 +149,7 @@ def test_a_start_whose_coarse_solve_reaches_an_earlier_ones_point_shares_its_res
     from attnphase.theory.state_evolution import solve as solve_module
 
     monkeypatch.setattr(solve_module._CoarseMemo, "find", lambda self, x, scale, radius: None)
-    counts.update(full=0, coarse=0)
+    counts.update(full=0, coarse=0, other=0)
     alone = solve(L3, 1.5, "positional", "default")
     assert [st.status for st in alone.starts] == [st.status for st in fp.starts]
     assert all(st.same_as is None for st in alone.starts)

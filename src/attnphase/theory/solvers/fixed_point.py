@@ -89,7 +89,8 @@ FAR = 0.03  # anderson's default `far`: a relative residual above it is far from
 def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate = _true,
              collapsed: Predicate = _false, diverged: Predicate = _false, depth: int = 5, mixing: float = 0.5,
              far: float = FAR, far_mixing: float = 0.3, far_steps: int = FAR_STEPS, accept: float = 0.0,
-             stagnation: int = 12, scale: Scale | None = None) -> SolverResult:
+             stagnation: int = 12, scale: Scale | None = None,
+             collapsing: Callable[[np.ndarray, np.ndarray], str | None] | None = None) -> SolverResult:
     """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
 
     - Far from the fixed point (residual > far) the first far_steps steps are damped (Anderson extrapolates
@@ -99,6 +100,8 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
       the scale of one integration point changing basin), the best iterate is accepted with a warning.
     - collapsed(x): the branch's order parameter has decayed (the iterate flows to a more symmetric point).
     - diverged(x): the iterate runs away.
+    - collapsing(x, G(x)): a reason why the iterate will flow to the more symmetric point (a certificate from the
+      map's linearisation there), or None: status collapsed before the order parameter has decayed.
     - scale(x): per-coordinate sizes for the relative residual and Anderson's weighting (default max(|x|, 1e-3)).
     """
     scale = scale or default_scale
@@ -139,6 +142,9 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
             R_hist.pop(0)
         if collapsed(x):
             return SolverResult(gx, Status.collapsed, (), it, res, "the branch's order parameter decayed to ~0", aux)
+        why = collapsing(x, gx) if collapsing is not None else None
+        if why:
+            return SolverResult(gx, Status.collapsed, (), it, res, why, aux)
         if res > far and it <= far_steps:
             X_hist.clear()
             R_hist.clear()

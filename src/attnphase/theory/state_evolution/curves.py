@@ -14,7 +14,7 @@ from attnphase.setting import Setting, check_alpha
 from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
-from attnphase.theory.state_evolution.solve import LADDER_RATIO, _ladder, solve
+from attnphase.theory.state_evolution.solve import LADDER_BASE, LADDER_RATIO, _ladder, solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
@@ -55,10 +55,12 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
                           ladder=not ended)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
-                and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
+                and branch in LADDER_BASE and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
             # A step too long for continuation (measured: study, fast, positional 2 -> 5, collapsed although its
             # first scrambling converged): the branch in steps of at most LADDER_RATIO from the neighbour, as a
-            # single-point solve continues it.
+            # single-point solve continues it.  Not the semantic branch, which no single point continues and which
+            # a curve follows downward to its end (L = 3 simplex, fast, 0.227 -> 0.05: 23 s of halved steps towards
+            # the end at 0.20 for the single point's verdict, collapsed).
             retry = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
         if retry is not None and retry.valid:
             fp = retry

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from attnphase.theory.solvers.fixed_point import (
     newton_matrix,
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
+from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
 from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
     ALL_BRANCHES,
@@ -386,12 +388,21 @@ def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, ini
 class _CoarseMemo:
     """The coarse fixed points one start set's solves reached and the full-resolution results from them: a later start
     whose coarse solve ends at the same point (within _MEMO_RADIUS tolerances) gets that result instead of solving
-    it again (L = 3 simplex, positional: the scaled and wide_m starts reach one coarse point, to 5e-6)."""
+    it again (L = 3 simplex, positional: the scaled and wide_m starts reach one coarse point, to 5e-6).  Also the
+    contraction certificate at this alpha, computed once for all the starts (where one is first needed)."""
 
     def __init__(self) -> None:
         self.name = ""  # the start being solved (set by the caller)
         self.seen: dict[str, tuple[np.ndarray, FixedPoint]] = {}
         self.same_as: dict[str, str] = {}  # start -> the earlier start whose result it got
+        self._contraction: dict[tuple[float, int, str], OrderContraction | None] = {}
+
+    def contraction(self, setting: Setting, alpha: float, seed: int, near: Overlaps,
+                    branch: str) -> OrderContraction | None:
+        key = (alpha, seed, branch)
+        if key not in self._contraction:
+            self._contraction[key] = OrderContraction.at(setting, alpha, seed, near, branch)
+        return self._contraction[key]
 
     def find(self, x: np.ndarray, scale: np.ndarray, radius: float) -> tuple[str, FixedPoint] | None:
         for name, (xe, fp) in self.seen.items():
@@ -401,6 +412,30 @@ class _CoarseMemo:
 
 
 _MEMO_RADIUS = 10.0  # coarse tolerances: two coarse solves that end this close reached the same fixed point
+
+
+def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: BranchMap,
+                memo: _CoarseMemo) -> Callable[[np.ndarray, np.ndarray], str | None] | None:
+    """anderson's collapse certificate for the positional branch of a tied student without rotation gauge at L > 2
+    (contraction.py): asked where only the order parameter is still moving (every other overlap within
+    NEAR_AGNOSTIC) and shrinking.  Not at L = 2, whose collapses are quick and whose numbers stay those measured; not
+    on the semantic branch (L = 3 simplex: no faster, 68.8 against 65.5 s for `transition --L 3`, while it moved the
+    solver's end bracket from 0.183 to 0.205 by calling the graininess-sustained points below the pitchfork collapsed,
+    which the transition already reads as the imperfect bifurcation)."""
+    if b != Branch.positional or setting.L <= 2 or setting.untied or bm.gauge:
+        return None
+
+    def test(x: np.ndarray, gx: np.ndarray) -> str | None:
+        if not bm.only_order_far(x, gx - x, near=NEAR_AGNOSTIC, far=0.0):
+            return None
+        o, image = bm.unpack(x), bm.unpack(gx)
+        if not summaries(image)["m"] < summaries(o)["m"]:
+            return None
+        # (its agnostic point solved from this iterate's q and V)
+        cert = memo.contraction(setting, alpha, seed, o, b.value)
+        return cert.verdict(o, image) if cert is not None else None
+
+    return test
 
 
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
@@ -442,6 +477,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                                            message=(fp.message + "; " if fp.message else "")
                                            + f"the coarse solve reached start {name}'s coarse fixed point: its result")
             x_coarse = x.copy()
+    local = _CoarseMemo()  # (the contraction certificate where no start set shares one)
     rep = -1
     while True:
         rep += 1
@@ -485,7 +521,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             # far-phase steps would slow its decay (or growth) to 0.3 of the map's.
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
-                           far_steps=0 if reseeded and rep == 0 else FAR_STEPS)
+                           far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
+                           collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local))
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:

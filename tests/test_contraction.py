@@ -1,0 +1,131 @@
+"""The positional collapse certificate (theory/state_evolution/contraction.py): the linearised m block at the agnostic
+point against finite differences of the map, the verdict's three conditions, and the claim itself (a certified
+iterate, iterated on without the certificate on finer points, does flow to the agnostic point); the certified solve
+against the uncertified one (same verdict, fewer evaluations) and where a positional branch exists (unchanged)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase import Setting
+from attnphase.theory.model.channel import update_hatoverlaps
+from attnphase.theory.model.overlaps import Branch, Overlaps
+from attnphase.theory.model.prior import update_overlaps
+from attnphase.theory.solvers.fixed_point import Status, anderson
+from attnphase.theory.state_evolution import solve as sv
+from attnphase.theory.state_evolution.branch_map import BranchMap
+from attnphase.theory.state_evolution.contraction import CONTRACTION_MAX, NEAR_AGNOSTIC, OrderContraction
+from attnphase.theory.state_evolution.precision import get_precision, integration_points
+from attnphase.theory.state_evolution.results import summaries
+from attnphase.theory.state_evolution.symmetric import agnostic_point, mirrored_points, order_jacobian
+
+L3 = Setting(L=3, positions="simplex", omega=0.3)
+
+
+def test_positional_block_against_finite_differences_at_three_tokens() -> None:
+    """The score identity's m block (2 x 2 in an orthonormal basis of range(G)) against central differences of the raw
+    map at the agnostic point, probe 10% of sqrt(q), 2^17 points (on 2^15 points, or with 2-5% probes, the
+    difference quotient is the basin switches' noise: off-diagonal entries 0.06-0.13 where J has 0.01)."""
+    alpha = 0.4
+    pts = mirrored_points(L3, "positional", 0, 0, log2_n=16)
+    sym = agnostic_point(L3, alpha, pts)
+    J = order_jacobian(L3, alpha, "positional", pts, sym)
+    cert = OrderContraction.at(L3, alpha)
+    assert cert is not None and J.shape == (2, 2)
+    U = cert.U
+    eps = 0.1 * float(np.sqrt(sym.q[0, 0]))
+
+    def c_new(c: np.ndarray) -> np.ndarray:
+        o = Overlaps(q=sym.q, m=(U @ c).reshape(3, 1), V=sym.V, theta=sym.theta)
+        return U.T @ update_overlaps(L3, update_hatoverlaps(L3, alpha, o, pts, Branch.positional).hats).m[:, 0]
+
+    fd = np.column_stack([(c_new(eps * e) - c_new(-eps * e)) / (2 * eps) for e in np.eye(2)])
+    assert np.linalg.norm(J - fd) <= 0.02 * np.linalg.norm(J), (J, fd)
+    # the certificate's own J (2^13 points) is the same matrix within its integration error
+    assert np.linalg.norm(cert.J - J) <= 0.03 * np.linalg.norm(J)
+    assert 0.75 < cert.norm < 0.9  # (docs/numerics.md: leading eigenvalue 0.83 near alpha 0.4; far from 1 and 0)
+
+
+def _cert(norm: float) -> OrderContraction:
+    U = np.linalg.qr(np.array([[1.0, 0.0], [-0.5, 1.0], [-0.5, -1.0]]))[0]
+    sym = Overlaps(q=np.array([[0.04]]), m=np.zeros((3, 1)), V=np.array([[30.0]]), theta=np.zeros((1, 1)))
+    return OrderContraction(norm * np.eye(2), U, sym, norm)
+
+
+def test_verdict_needs_all_three_conditions() -> None:
+    cert = _cert(0.8)
+    c = np.array([0.03, -0.01])
+
+    def at(q: float, V: float, c_img: np.ndarray) -> tuple[Overlaps, Overlaps]:
+        o = Overlaps(q=np.array([[q]]), m=(cert.U @ c).reshape(3, 1), V=np.array([[V]]), theta=np.zeros((1, 1)))
+        img = Overlaps(q=o.q, m=(cert.U @ c_img).reshape(3, 1), V=o.V, theta=o.theta)
+        return o, img
+
+    assert cert.verdict(*at(0.041, 30.5, 0.8 * c)) is not None  # exactly linear, near the agnostic point
+    assert cert.deviation(*at(0.041, 30.5, 0.8 * c)) == pytest.approx(0.0, abs=1e-12)
+    # the image off J c by 0.2 |c|: 0.8 + 0.2 > CONTRACTION_MAX
+    off = 0.8 * c + 0.2 * np.linalg.norm(c) * np.array([0.0, 1.0])
+    assert cert.deviation(*at(0.041, 30.5, off)) == pytest.approx(0.2, rel=1e-9)
+    assert cert.verdict(*at(0.041, 30.5, off)) is None
+    # q or V beyond NEAR_AGNOSTIC of the agnostic point's
+    assert cert.verdict(*at(0.04 * (1 + 1.5 * NEAR_AGNOSTIC), 30.5, 0.8 * c)) is None
+    assert cert.verdict(*at(0.041, 30 * (1 - 1.5 * NEAR_AGNOSTIC), 0.8 * c)) is None
+    # J itself at or above the margin: never certified, however linear the image
+    strong = _cert(CONTRACTION_MAX + 0.01)
+    assert strong.verdict(*at(0.041, 30.5, (CONTRACTION_MAX + 0.01) * c)) is None
+
+
+def test_a_certified_iterate_flows_to_the_agnostic_point() -> None:
+    """The claim behind the certificate: from the iterate where it fired (2^13 points, m still 25x the collapse
+    threshold), the uncertified iteration on 4x more points of another scrambling carries m below the threshold."""
+    alpha, prec = 0.4045, get_precision("fast")
+    bm = BranchMap(L3, alpha, "positional", integration_points(L3, prec, 0, 0))
+    test = sv._collapsing(L3, alpha, Branch.positional, 0, bm, sv._CoarseMemo())
+    x0 = bm.pack(sv._start(L3, Branch.positional, None))
+    cert = anderson(bm.step, x0, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
+                    collapsed=bm.collapsed, diverged=bm.diverged, scale=bm.layout.scale, collapsing=test)
+    o = bm.unpack(cert.x)
+    assert cert.status == Status.collapsed and cert.nit <= 15
+    assert summaries(o)["m"] > 10 * 1e-2 * np.sqrt(o.q[0, 0])  # decided well before m decayed
+    fine = BranchMap(L3, alpha, "positional", integration_points(L3, get_precision("default"), 3, 0))
+    plain = anderson(fine.step, cert.x, tol=1e-5, max_iter=120, admissible=fine.admissible,
+                     collapsed=fine.collapsed, diverged=fine.diverged, scale=fine.layout.scale)
+    assert plain.status == Status.collapsed, plain
+
+
+def test_certified_solve_gives_the_uncertified_verdict_in_fewer_evaluations(monkeypatch) -> None:
+    """L = 3 simplex, omega 0.3, fast, alpha 0.4: each start collapsed either way (no positional branch there)."""
+    def run() -> tuple[Status, int]:
+        fp = sv.solve(L3, 0.4045, "positional", "fast")
+        return fp.status, fp.iterations, [r.status for r in fp.starts]
+
+    st, n_cert, starts = run()
+    monkeypatch.setattr(sv, "_collapsing", lambda *a, **k: None)
+    st0, n_plain, starts0 = run()
+    assert st == st0 == Status.collapsed
+    assert all(s == Status.collapsed for s in starts), starts
+    assert n_cert * 2 < n_plain, (n_cert, n_plain)
+
+
+def test_where_a_positional_branch_exists_the_certificate_changes_nothing(monkeypatch) -> None:
+    """L = 3 simplex, omega 0.6, alpha 0.5 (positional is the minimum there; docs/rank2.md holds it against d = 1000
+    simulation): the scaled start's point is the same with and without the certificate."""
+    s = Setting(L=3, positions="simplex", omega=0.6)
+    prec = get_precision("fast")
+    start = dict(sv._candidates(s, 0.5, "positional", prec, 0, "auto", True))["scaled"]
+    with_cert = sv._solve_named(s, 0.5, "positional", prec, start, 0, "auto")
+    monkeypatch.setattr(sv, "_collapsing", lambda *a, **k: None)
+    without = sv._solve_named(s, 0.5, "positional", prec, start, 0, "auto")
+    assert with_cert.status == without.status == Status.ok
+    assert with_cert.train_loss == without.train_loss and summaries(with_cert.overlaps)["m"] > 0.1
+
+
+def test_semantic_block_norm_crosses_one_at_the_pitchfork() -> None:
+    """The semantic form of the certificate (theta's entries): at L = 3 simplex its ||J|| is below 1 below the
+    pitchfork that `transition --L 3` locates (0.248 [0.221, 0.276]) and above 1 above it."""
+    below, above = OrderContraction.at(L3, 0.15, branch="semantic"), OrderContraction.at(L3, 0.4, branch="semantic")
+    assert below is not None and above is not None and below.J.shape == (1, 1)
+    assert below.norm < 0.95 < 1.0 < above.norm
+    with pytest.raises(ValueError):
+        OrderContraction.at(L3, 0.4, branch="agnostic")
