@@ -89,3 +89,17 @@ def test_squared_order_parameter_intercept_tells_an_imperfect_pitchfork_from_a_f
     lost = lin.classify_end(_c("alpha_sem_appears", 0.77, 0.76, 0.78), pitch, "lower", sup)
     assert lost.kind == "pitchfork" and (lost.lo, lost.hi) == (0.70, 0.78) and "supercritical" in lost.reason
     assert lin.classify_end(_c("alpha_sem_appears", 0.77, 0.76, 0.78), pitch, "lower", sub).kind == "unknown"
+
+
+def test_pitchfork_roots_do_not_depend_on_the_warm_starts(monkeypatch) -> None:
+    """L = 3 simplex, semantic: each agnostic solve starts from q, V interpolated through the two nearest solved
+    alphas; from the last solved point instead (the earlier warm start) the roots agree to 1e-6 (each solve converges
+    to 1e-7 from wherever it starts) and the root is the located pitchfork, 0.248 [0.221, 0.276]."""
+    s = Setting(L=3, positions="simplex", omega=0.3)
+    grid = [0.05, 0.2273, 0.4045]
+    new = lin.instability(s, "semantic", grid, xtol=0.005)
+    monkeypatch.setattr(lin, "_predicted", lambda solved, a: solved[-1][1] if solved else None)
+    old = lin.instability(s, "semantic", grid, xtol=0.005)
+    assert new.critical.found and old.critical.found
+    assert np.allclose(new.per_scrambling, old.per_scrambling, rtol=0, atol=1e-6)
+    assert 0.22 < new.critical.value < 0.28 and new.evaluations == old.evaluations

@@ -80,7 +80,7 @@ class OrderContraction:
     def verdict(self, o: Overlaps, image: Overlaps) -> str | None:
         """Why the iterate o (with its image under the map) flows to the agnostic point, or None where that is not
         certified here (J itself does not contract enough, q or V far from the agnostic point's, or the map's
-        m-image too far from J m)."""
+        image of the order parameter too far from J c)."""
         if self.norm >= CONTRACTION_MAX:
             return None
         if max(_rel(o.q, self.sym.q), _rel(o.V, self.sym.V)) > NEAR_AGNOSTIC:
@@ -88,7 +88,7 @@ class OrderContraction:
         kappa = self.deviation(o, image)
         if self.norm + kappa > CONTRACTION_MAX:
             return None
-        return (f"the order parameter contracts in the agnostic point's linear regime (||J_m|| {self.norm:.3f} + "
+        return (f"the order parameter contracts in the agnostic point's linear regime (||J|| {self.norm:.3f} + "
                 f"deviation {kappa:.3f} <= {CONTRACTION_MAX:g})")
 
 

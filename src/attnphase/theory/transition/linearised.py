@@ -46,6 +46,24 @@ class Instability:
     evaluations: int
 
 
+def _predicted(solved: list[tuple[float, Overlaps]], a: float) -> Overlaps | None:
+    """A start for the agnostic point at a: q and V interpolated (or extrapolated, at most one spacing beyond) in
+    alpha through the two nearest solved points, else the nearest one (a warm start only: the solve converges to
+    its own tolerance from it)."""
+    if not solved:
+        return None
+    near = sorted(solved, key=lambda t: abs(t[0] - a))
+    (a1, o1) = near[0]
+    if len(near) < 2 or near[1][0] == a1 or abs(a - a1) > abs(near[1][0] - a1):
+        return o1
+    a2, o2 = near[1]
+    w = (a - a1) / (a2 - a1)
+    q, V = o1.q + w * (o2.q - o1.q), o1.V + w * (o2.V - o1.V)
+    if np.linalg.eigvalsh(q).min() <= 0 or np.linalg.eigvalsh(V).min() <= 0:
+        return o1
+    return Overlaps(q=q, m=o1.m, V=V, theta=o1.theta, untied=o1.untied)
+
+
 def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0, xtol: float = 1e-3,
                 name: str | None = None) -> Instability:
     """The pitchfork condition (leading eigenvalue of J = 1) on the alpha grid, per scrambling: the first scrambling
@@ -60,7 +78,7 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     lo, hi = grid[0], grid[-1]
     roots: list[float] = []
     n_eval = 0
-    warm: dict[str, Overlaps] = {}
+    solved: list[tuple[float, Overlaps]] = []  # (alpha, agnostic point): the warm starts
     for rep in range(SCRAMBLINGS):
         pts = mirrored_points(setting, branch, rep, seed)
 
@@ -69,8 +87,8 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
         def f(a: float, pts=pts, seen=seen) -> float:
             nonlocal n_eval
             if a not in seen:
-                lam, sym = leading_eigenvalue(setting, a, branch, pts, warm.get("sym"))
-                warm["sym"] = sym
+                lam, sym = leading_eigenvalue(setting, a, branch, pts, _predicted(solved, a))
+                solved.append((a, sym))
                 n_eval += 1
                 seen[a] = lam - 1.0
             return seen[a]
