@@ -36,18 +36,9 @@ TRANSITIONS = {
 }
 
 
-def run_transition(args: str) -> tuple[dict, float, float]:
-    cmd = [sys.executable, "-m", "attnphase", "transition", *args.split(), "--json"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ.copy())
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return json.loads(out.stdout)[0], wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def run(args: str, precision: str) -> tuple[list[dict], float, float]:
-    cmd = [sys.executable, "-m", "attnphase", "theory", *args.split(), "--json", "--precision", precision]
+def _timed(*argv: str) -> tuple[object, float, float]:
+    """`python -m attnphase ARGV`'s JSON output, wall and CPU (user + sys of the process and its workers) seconds."""
+    cmd = [sys.executable, "-m", "attnphase", *argv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ.copy())
@@ -55,6 +46,15 @@ def run(args: str, precision: str) -> tuple[list[dict], float, float]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return json.loads(out.stdout), wall, cpu
+
+
+def run_transition(args: str) -> tuple[dict, float, float]:
+    out, wall, cpu = _timed("transition", *args.split(), "--json")
+    return out[0], wall, cpu
+
+
+def run(args: str, precision: str) -> tuple[list[dict], float, float]:
+    return _timed("theory", *args.split(), "--json", "--precision", precision)
 
 
 def _interval(r: dict, k: str) -> str:

@@ -56,6 +56,11 @@ def agnostic_point(setting: Setting, alpha: float, points: np.ndarray, start: Ov
     raise Inadmissible(f"agnostic point not found at alpha = {alpha:g}: {message}")
 
 
+def positional_basis(setting: Setting) -> np.ndarray:
+    """An orthonormal basis U (L, p) of range(G): the positional order parameter's coordinates c, m = U c."""
+    return np.linalg.qr(Layout.for_setting(setting, Branch.positional).basis)[0]
+
+
 def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarray, sym: Overlaps) -> np.ndarray:
     """J = d(order parameter's image) / d(order parameter) at the symmetric point ``sym``, exactly for the given
     points, by the likelihood-ratio (score-function) identity: the order parameter only shifts the Gaussian law
@@ -82,7 +87,7 @@ def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarr
         # dA_ab / dtheta_cd = delta_ad (q^{-1/2})_cb;  theta_new = sigma^2 rho K thetahat
         J = setting.sigma**2 * rho * np.einsum("xi,ijdb,cb->xjcd", K, D, qis)
         return J.reshape(r * rs, r * rs)
-    U = np.linalg.qr(Layout.for_setting(setting, Branch.positional).basis)[0]  # range(G), orthonormal (L, p)
+    U = positional_basis(setting)
     p = U.shape[1]
     M = alpha * np.einsum("nli,nkj->likj", f, np.einsum("nka,ab->nkb", xi, qis)) / n  # d mhat_li / d m_kj
     # c_new = U^T G mhat K with m = U c:  J[(a, i'), (b, j)] = sum U_la' G_l'l M_likj U_kb K_ii'
