@@ -13,7 +13,7 @@ from attnphase.theory.prox._general_draws import draw_problem
 from attnphase.theory.prox.general import prox_general
 from attnphase.theory.prox.reference import prox_reference
 from attnphase.theory.prox.two_token import solve_prox
-from attnphase.theory.solvers.fixed_point import Status, chord, jacobian, newton_matrix
+from attnphase.theory.solvers.fixed_point import Inadmissible, Status, chord, jacobian, newton_matrix
 
 A = np.array([[0.4, 0.1], [-0.2, 0.3]])
 B = np.array([1.0, 2.0])
@@ -75,6 +75,31 @@ def test_jacobian_steps_scale_with_the_given_scale():
     np.testing.assert_allclose(seen[1] - x, [0.1, 0.0])
     np.testing.assert_allclose(seen[2] - x, [0.0, 1e-2])
     np.testing.assert_allclose(J, [[4.1, 0.0], [0.0, 3.0]], rtol=1e-12)
+
+
+def test_jacobian_steps_backwards_where_the_forward_step_leaves_the_domain():
+    """A point next to the domain's edge (x0 < 1): the forward step of x0 raises, the backward one is taken (a
+    one-sided quotient of the same order); a coordinate with both steps outside still raises."""
+    def g(x):
+        if x[0] >= 1.0:
+            raise Inadmissible("x0 >= 1")
+        return np.array([1.0 / (1.0 - x[0]), x[0] * x[1]]), None
+
+    x = np.array([0.995, 2.0])
+    J, n = jacobian(g, x, 1e-2, lambda v: np.abs(v))
+    assert n == 4  # g(x), the refused forward step, the backward one, the step of x1
+    h = 1e-2 * 0.995
+    assert J[0, 0] == pytest.approx((1 / 0.005 - 1 / (0.005 + h)) / h, rel=1e-12)  # the backward quotient
+    assert J[0, 0] > 0 and J[1, 0] == pytest.approx(2.0, rel=1e-12)
+    np.testing.assert_allclose(J[:, 1], [0.0, 0.995], rtol=1e-12)
+
+    def walled(x):
+        if abs(x[0] - 0.5) > 1e-9:
+            raise Inadmissible("off the line")
+        return x.copy(), None
+
+    with pytest.raises(Inadmissible):
+        jacobian(walled, np.array([0.5, 1.0]), 1e-2, lambda v: np.abs(v))
 
 
 def test_cheap_branch_map_reproduces_the_exact_one_near_its_last_evaluation():
