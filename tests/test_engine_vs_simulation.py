@@ -7,7 +7,7 @@ simulation"):
 - (3, 1, 1) simplex and (4, 1, 1) orthogonal: both starts end semantic; the theory's positional branch has no
   fixed point there (collapsed / left the admissible set).
 - (2, 2, 1): the rank-2 student ends in the mixed minimum (one direction semantic, one positional), the theory's
-  "free" branch from the mixed start (theory/state_evolution/starts.py).
+  "mixed" branch (m and theta free, from the mixed start: theory/state_evolution/starts.py).
 - (2, 1, 2): the positional start ends on the positional branch.  The semantic branch is held at alpha = 4 with a
   whitened teacher (below); near the branch's end (alpha ~ 1.75) the free minima disagree, and the landscape at fixed
   theta says where: it agrees at large theta and the simulation lies above the theory at small theta (below).
@@ -38,7 +38,9 @@ OMEGA, ALPHA, D, SEEDS, REL = 0.3, 1.5, 500, (0, 1, 2, 3), 0.05
 # (L, r, r*, positions) -> [(theory branch, simulation start), ...]
 CASES = {
     (3, 1, 1, "simplex"): [("semantic", "semantic"), ("semantic", "positional")],
-    (2, 2, 1, "antipodal"): [("free", "semantic"), ("free", "positional")],
+    # r = 2: simulations from both structured inits end at the mixed minimum (docs/rank2.md); the "free" branch runs
+    # from its default start only and reaches a far point there (m 3.06, not converged).
+    (2, 2, 1, "antipodal"): [("mixed", "semantic"), ("mixed", "positional")],
     (2, 1, 2, "antipodal"): [("positional", "positional")],
     (4, 1, 1, "orthogonal"): [("semantic", "semantic"), ("semantic", "positional")],
 }
@@ -62,8 +64,8 @@ def setting_of(shape: tuple, omega: float = OMEGA) -> Setting:
 def theory_point(setting: Setting, alpha: float, branch: str, precision: str = "fast"):  # noqa: ANN201
     """The branch's fixed point with the lowest training loss over the default and solve's extra starts
     (multistart: the default start alone lands on a far, higher-loss positional point for r* = 2, m 2.83, train
-    loss 0.0138 against 0.0060; it drifts along the ring of positional minima for L = 3; the free branch of the
-    rank-2 student needs the mixed start)."""
+    loss 0.0138 against 0.0060; it drifts along the ring of positional minima for L = 3; the rank-2 student's mixed
+    branch runs from the mixed start)."""
     return solve(setting, alpha, branch, precision, multistart=True)
 
 
