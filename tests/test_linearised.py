@@ -105,7 +105,6 @@ def test_pitchfork_roots_do_not_depend_on_the_warm_starts(monkeypatch) -> None:
     assert 0.22 < new.critical.value < 0.28 and new.evaluations == old.evaluations
 
 
-
 def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_iteration() -> None:
     """r = 2, omega 0.3, alpha 0.59741, scrambling 2 of the mirrored points: Anderson stalls at a relative residual
     5.5e-4 (200 or 400 iterations alike: integration points switching basin), so with tol 1e-7 alone the pitchfork
