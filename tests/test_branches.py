@@ -120,6 +120,7 @@ def test_single_start_opt_out_keeps_the_old_path():
     assert p.status == Status.inadmissible and p.starts == ()
 
 
+@pytest.mark.slow
 def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
     """L = 4 orthogonal, alpha 1.5, positional (fast): the default start leaves the map's domain at its first steps
     (inadmissible), the three others collapse: the branch is collapsed (absent), not inadmissible (before: the first
@@ -129,6 +130,7 @@ def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
     assert p.status == Status.collapsed and not p.valid
 
 
+@pytest.mark.slow
 def test_rank2_teacher_positional_point_at_large_alpha_is_the_continued_branch_not_the_far_point():
     """r* = 2, alpha 10 (fast): every start reaches the far point (q ~ 9.1, train loss ~ 0.50) or leaves the domain;
     the branch continued from below (q 0.044, train loss 0.0495, below the agnostic point's 0.0566) is the answer,

@@ -132,6 +132,7 @@ def test_a_coarse_point_sustained_by_graininess_collapses_at_full_resolution_in_
     assert with_rescue["full"] <= 4 < counts["full"]
 
 
+@pytest.mark.slow
 def test_a_start_whose_coarse_solve_reaches_an_earlier_ones_point_shares_its_result(monkeypatch):
     """The same setting, every start: wide_m's coarse solve ends where scaled's did (to 5e-6), so its full-resolution
     solve is not repeated (start record same_as "scaled"); the branch's verdict is that of four independent solves."""

@@ -23,6 +23,7 @@ from attnphase.theory.state_evolution.symmetric import agnostic_point, mirrored_
 L3 = Setting(L=3, positions="simplex", omega=0.3)
 
 
+@pytest.mark.slow
 def test_positional_block_against_finite_differences_at_three_tokens() -> None:
     """The score identity's m block (2 x 2 in an orthonormal basis of range(G)) against central differences of the raw
     map at the agnostic point, probe 10% of sqrt(q), 2^17 points (on 2^15 points, or with 2-5% probes, the
@@ -76,6 +77,7 @@ def test_verdict_needs_all_three_conditions() -> None:
     assert strong.verdict(*at(0.041, 30.5, (CONTRACTION_MAX + 0.01) * c)) is None
 
 
+@pytest.mark.slow
 def test_a_certified_iterate_flows_to_the_agnostic_point() -> None:
     """The claim behind the certificate: from the iterate where it fired (2^13 points, m still 25x the collapse
     threshold), the uncertified iteration on 4x more points of another scrambling carries m below the threshold."""
@@ -94,6 +96,7 @@ def test_a_certified_iterate_flows_to_the_agnostic_point() -> None:
     assert plain.status == Status.collapsed, plain
 
 
+@pytest.mark.slow
 def test_certified_solve_gives_the_uncertified_verdict_in_fewer_evaluations(monkeypatch) -> None:
     """L = 3 simplex, omega 0.3, fast, alpha 0.4: each start collapsed either way (no positional branch there)."""
     def run() -> tuple[Status, int]:
@@ -108,6 +111,7 @@ def test_certified_solve_gives_the_uncertified_verdict_in_fewer_evaluations(monk
     assert n_cert * 2 < n_plain, (n_cert, n_plain)
 
 
+@pytest.mark.slow
 def test_where_a_positional_branch_exists_the_certificate_changes_nothing(monkeypatch) -> None:
     """L = 3 simplex, omega 0.6, alpha 0.5 (positional is the minimum there; docs/rank2.md holds it against d = 1000
     simulation): the scaled start's point is the same with and without the certificate."""

@@ -91,6 +91,7 @@ def test_squared_order_parameter_intercept_tells_an_imperfect_pitchfork_from_a_f
     assert lin.classify_end(_c("alpha_sem_appears", 0.77, 0.76, 0.78), pitch, "lower", sub).kind == "unknown"
 
 
+@pytest.mark.slow
 def test_pitchfork_roots_do_not_depend_on_the_warm_starts(monkeypatch) -> None:
     """L = 3 simplex, semantic: each agnostic solve starts from q, V interpolated through the two nearest solved
     alphas; from the last solved point instead (the earlier warm start) the roots agree to 1e-6 (each solve converges

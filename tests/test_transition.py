@@ -233,6 +233,7 @@ def test_global_minimum_curve_is_the_lowest_valid_point(study_transition):
         assert p.valid and p.train_loss == min(q.train_loss for q in others)
 
 
+@pytest.mark.slow
 def test_cli_transition_and_phase_diagram(tmp_path, capsys):
     import json
 
