@@ -164,9 +164,9 @@ class Drift:
     dq2: np.ndarray
     averages: Averages
 
-    def full(self, lr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(dq/dt, dm/dt, dtheta/dt) at learning rate lr."""
-        return lr * self.dq1 + lr**2 * self.dq2, lr * self.dm1, lr * self.dtheta1
+    def full(self, lr: float, lr2_term: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dq/dt, dm/dt, dtheta/dt) at learning rate lr (lr2_term=False: without the lr^2 term, gradient flow)."""
+        return lr * self.dq1 + (lr**2 * self.dq2 if lr2_term else 0.0), lr * self.dm1, lr * self.dtheta1
 
 
 def drift(setting: Setting, q: np.ndarray, m: np.ndarray, theta: np.ndarray, rule: Rule | None = None,

@@ -32,7 +32,7 @@ from scipy.optimize import brentq
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_int, check_number
-from attnphase.theory.dynamics.drift import drift, rule_for
+from attnphase.theory.dynamics.drift import drift
 from attnphase.theory.dynamics.start import gram_factor
 from attnphase.theory.model.attention import scores, softmax_rows
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol

@@ -173,13 +173,14 @@ def _check(setting: Any, lr: Any, t_max: Any, n_points: Any, method: Any, rtol: 
 
 def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, init: Any = None, t_max: float,
               d: int | None = None, n_points: int = 200, seed: int = 0, method: str = "RK45",
-              rtol: float = 1e-6, rule: Rule | None = None) -> Trajectory:
+              rtol: float = 1e-6, rule: Rule | None = None, lr2_term: bool = True) -> Trajectory:
     """The d -> infinity trajectory of online SGD (time t = samples / d) at learning rate lr.
 
     Start: either the typical random start of Q with iid N(0, init_scale^2) entries at dimension d (overlaps of
     order init_scale / sqrt(d), drawn with `seed`; requires d), or explicit overlaps `init` (a mapping or object with
     q, m, theta).  n_points time points, evenly spaced on [0, t_max].  rule: the integration points of the Gaussian
-    averages (default: drift.rule_for, whose Gauss-Hermite order grows with q).
+    averages (default: drift.rule_for, whose Gauss-Hermite order grows with q).  lr2_term=False drops the lr^2
+    term of dq/dt: gradient flow on the population risk plus weight decay, in the time lr t (the small-lr limit).
     """
     lr, t_max, n_points, rtol = _check(setting, lr, t_max, n_points, method, rtol)
     if (init is None) == (init_scale is None):
@@ -192,7 +193,7 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
     else:
         q0, m0, th0 = explicit_start(setting, init)
         start = {"kind": "explicit"}
-    start.update({"q": q0.tolist(), "m": m0.tolist(), "theta": th0.tolist()})
+    start.update({"q": q0.tolist(), "m": m0.tolist(), "theta": th0.tolist(), "lr2_term": bool(lr2_term)})
     fixed_rule = rule
     used: set[str] = set()
     L, r, rs = setting.L, setting.r, setting.r_star
@@ -204,7 +205,7 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
         try:
             rl = rule_for(setting, q) if fixed_rule is None else fixed_rule
             used.add(rl.name)
-            dq, dm, dth = drift(setting, q, m, th, rl).full(lr)
+            dq, dm, dth = drift(setting, q, m, th, rl).full(lr, lr2_term)
         except (Inadmissible, np.linalg.LinAlgError) as exc:
             problem.append(str(exc))
             return np.full_like(y, np.nan)
