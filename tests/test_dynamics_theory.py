@@ -11,7 +11,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting
 from attnphase.theory.dynamics import drift, integrate, integration_rule, random_start
 from attnphase.theory.dynamics.drift import averages
-from attnphase.theory.dynamics.linear import crossing_omega, escape_times, growth_rates, small_q_limit
+from attnphase.theory.dynamics.linear import agnostic_q, crossing_omega, escape_times, growth_rates, small_q_limit
 from attnphase.theory.dynamics.local import loss_grad_hessdiag
 from attnphase.theory.dynamics.stationary import minimise
 from attnphase.theory.model.attention import attention_loss_grad
@@ -286,3 +286,13 @@ def test_trajectory_as_dict_is_json_ready():
     d = json.loads(json.dumps(tr.as_dict()))
     assert d["status"] == "ok" and len(d["t"]) == 4 and np.array(d["m"]).shape == (4, 2, 1)
     assert d["train_error"][0] == pytest.approx(d["test_error"][0] + STUDY.lam * 0.05 / (2 * STUDY.sigma**2))
+
+
+def test_agnostic_norm_settles_where_the_full_ode_puts_it():
+    # lambda = 0: the uninformed norm settles at q* > 0; the ODE on m = theta = 0 (exactly invariant) goes there.
+    st = STUDY.replace(lam=0.0)
+    qs = agnostic_q(st, 1.0)
+    assert 0.01 < qs < 0.5
+    tr = integrate(st, lr=1.0, init={"q": 0.01, "m": 0.0, "theta": 0.0}, t_max=3000, n_points=3)
+    assert tr.q[-1, 0, 0] == pytest.approx(qs, rel=1e-3)
+    assert agnostic_q(STUDY, 1.0) == 0.0  # lambda = 0.01: the norm decays from every small start

@@ -11,11 +11,18 @@
 
 from attnphase.theory.dynamics.diagram import DiagramCell, DynamicalDiagram, dynamical_phase_diagram
 from attnphase.theory.dynamics.drift import Drift, drift, integration_rule
-from attnphase.theory.dynamics.linear import EscapeTimes, GrowthRates, crossing_omega, escape_times, growth_rates
+from attnphase.theory.dynamics.linear import (
+    EscapeTimes,
+    GrowthRates,
+    agnostic_q,
+    crossing_omega,
+    escape_times,
+    growth_rates,
+)
 from attnphase.theory.dynamics.start import random_start
 from attnphase.theory.dynamics.stationary import Stationary, minimise
 from attnphase.theory.dynamics.trajectory import DynamicsStatus, Mechanism, Trajectory, classify, integrate
 
 __all__ = ["DiagramCell", "Drift", "DynamicalDiagram", "DynamicsStatus", "EscapeTimes", "GrowthRates", "Mechanism",
-           "Stationary", "Trajectory", "classify", "crossing_omega", "drift", "dynamical_phase_diagram",
+           "Stationary", "Trajectory", "agnostic_q", "classify", "crossing_omega", "drift", "dynamical_phase_diagram",
            "escape_times", "growth_rates", "integrate", "integration_rule", "minimise", "random_start"]

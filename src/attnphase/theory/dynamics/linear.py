@@ -162,6 +162,20 @@ def crossing_omega(setting: Setting, q0: float) -> float:
     return float(brentq(gap, 0.0, 1.0, xtol=1e-10))
 
 
+def agnostic_q(setting: Setting, lr: float, q_max: float = 50.0) -> float:
+    """Where the uninformed norm settles: the q0 > 0 with d log q / dt = 0 on the agnostic manifold (stable:
+    the rate changes sign from + to -), or 0.0 where the norm decays from every small q0 (weight decay wins); the
+    largest q0 scanned is q_max (NaN if the rate is still positive there)."""
+    qs = np.geomspace(1e-6, q_max, 40)
+    rates = [growth_rates(setting, lr, float(q)).q_log for q in qs]
+    if rates[0] < 0:
+        return 0.0
+    for i in range(1, len(qs)):
+        if rates[i] < 0:
+            return float(brentq(lambda q: growth_rates(setting, lr, q).q_log, qs[i - 1], qs[i], xtol=1e-12))
+    return float("nan")
+
+
 @dataclass(frozen=True)
 class EscapeTimes:
     """Linearised escape times from the typical random start: the first t at which the fraction of q carried by m
