@@ -36,9 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     tr = integrate(setting, lr=a.lr, init_scale=a.init_scale, d=a.d, t_max=a.t_max)
     sec = time.perf_counter() - t0
-    rows = [["trajectory", f"{sec:.2f}", f"{tr.nfev}", tr.mechanism().value, f"{tr.escape_time('m'):.1f}",
-             f"{tr.escape_time('theta'):.1f}", f"{os.getloadavg()[0]:.1f}"]]
-    print(format_table(["run", "seconds", "evaluations", "mechanism", "t_escape m", "t_escape theta", "load"], rows))
+    cols = ["run", "seconds", "evaluations", "mechanism", "t_escape m", "t_escape theta", "load"]
+    row = ["trajectory", f"{sec:.2f}", f"{tr.nfev}", tr.mechanism().value, f"{tr.escape_time('m'):.1f}",
+           f"{tr.escape_time('theta'):.1f}", f"{os.getloadavg()[0]:.1f}"]
+    print(format_table([dict(zip(cols, row, strict=True))], cols))
     if a.skip_diagram:
         return 0
     omegas, scales = parse_spec(a.omegas), parse_spec(a.scales)
@@ -46,9 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     D = dynamical_phase_diagram(setting, omegas, init_scales=scales, lrs=[a.lr], d=a.d, t_max=a.t_max)
     sec = time.perf_counter() - t0
     print(f"\ndynamical phase diagram: {len(D.cells)} trajectories in {sec:.1f} s (load {os.getloadavg()[0]:.1f})")
-    rows = [[f"{c.omega:g}", f"{c.init_scale:g}", c.mechanism, f"{c.t_m:.1f}", f"{c.t_theta:.1f}",
-             f"{c.train_error:.6g}"] for c in D.cells]
-    print(format_table(["omega", "init scale", "mechanism", "t_escape m", "t_escape theta", "objective"], rows))
+    cols = ["omega", "init scale", "mechanism", "t_escape m", "t_escape theta", "objective"]
+    rows = [dict(zip(cols, [f"{c.omega:g}", f"{c.init_scale:g}", c.mechanism, f"{c.t_m:.1f}", f"{c.t_theta:.1f}",
+                            f"{c.train_error:.6g}"], strict=True)) for c in D.cells]
+    print(format_table(rows, cols))
     return 0
 
 
