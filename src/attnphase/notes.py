@@ -12,6 +12,8 @@ class NoteCode(StrEnum):
     prox_tolerance = "prox_tolerance"  # some proximal points ended above the gradient tolerance
     multistart = "multistart"  # the result is the best of several starts (which ran: FixedPoint.starts)
     legacy = "legacy"  # read from a record written before notes had codes
+    not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
+    integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
 
 
 @dataclass(frozen=True)
