@@ -16,6 +16,7 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.plots import style
+from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
 from attnphase.plots.style import (
     ALPHA_C_STYLE,
     ALPHA_L_STYLE,
@@ -93,9 +94,14 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
             ax.plot([p.alpha for p in v], [p.test_error for p in v], color=st["color"], linestyle=st["linestyle"],
                     marker=st["marker"], markersize=3, linewidth=1.2, label=f"ERM {branch}", zorder=3)
     if global_minimum:
-        g = sorted(global_minimum, key=lambda p: p.alpha)
-        ax.plot([p.alpha for p in g], [p.test_error for p in g], **GLOBAL_STYLE, label="ERM global minimum",
-                zorder=2)
+        crit = transition.critical.get("alpha_c") if hasattr(transition, "critical") else None
+        own = {b: [(p.alpha, p.test_error, p.train_loss) for p in fps
+                   if getattr(p, "valid", True) and _finite(p.test_error) and _finite(p.train_loss)]
+               for b, fps in (curves or {}).items()}
+        path = global_path([(p.branch, p.alpha, p.test_error) for p in global_minimum], own,
+                           crit.value if crit is not None and crit.found else None)
+        note = f" ({INTERPOLATED_NOTE})" if path.switches and path.interpolated else ""
+        ax.plot(path.x, path.y, **GLOBAL_STYLE, label="ERM global minimum" + note, zorder=2, gid="global-minimum")
     if test_error_linear is None:
         test_error_linear = pts[0].test_error_linear
     if _finite(test_error_linear):

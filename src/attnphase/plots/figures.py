@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 
 from attnphase.errors import InputError
 from attnphase.plots import style
+from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
 from attnphase.plots.style import (
     ALPHA_C_STYLE,
     ALPHA_L_STYLE,
@@ -205,73 +206,23 @@ def _theory_line(ax: Axes, x: np.ndarray, y: np.ndarray, e: np.ndarray, branch: 
         ax.fill_between(x, y - 2 * e, y + 2 * e, color=st["color"], alpha=0.18, linewidth=0, zorder=2)
 
 
-def _interp_branch(pts: Sequence[Any], value: Callable[[Any], float], a: float) -> float | None:
-    """A branch's drawn value at alpha `a`: linear between its valid neighbours, its nearest end point outside."""
-    v = [(p.alpha, value(p)) for p in pts if getattr(p, "valid", getattr(p, "converged", True)) and finite(value(p))]
-    if not v:
-        return None
-    v.sort()
-    if a <= v[0][0]:
-        return v[0][1]
-    if a >= v[-1][0]:
-        return v[-1][1]
-    for (a0, y0), (a1, y1) in zip(v, v[1:], strict=False):
-        if a0 <= a <= a1:
-            return y0 + (y1 - y0) * (a - a0) / (a1 - a0) if a1 > a0 else y0
-    return None  # pragma: no cover - a lies within the range
-
-
-def _crossing(left: Any, right: Any, curves: Mapping[str, Sequence[Any]] | None, alpha_c: float | None) -> float:
-    """Where the global minimum switches from `left`'s branch to `right`'s: alpha_c when it lies between the two
-    grid points, else the root of the linearly interpolated train-loss difference, else the midpoint."""
-    a0, a1 = float(left.alpha), float(right.alpha)
-    if alpha_c is not None and finite(alpha_c) and a0 <= float(alpha_c) <= a1:
-        return float(alpha_c)
-    if curves:
-        tl = lambda p: float(p.train_loss)  # noqa: E731
-        la = [_interp_branch(curves.get(left.branch, ()), tl, a) for a in (a0, a1)]
-        ra = [_interp_branch(curves.get(right.branch, ()), tl, a) for a in (a0, a1)]
-        if None not in la and None not in ra:
-            d0, d1 = la[0] - ra[0], la[1] - ra[1]
-            if d0 != d1 and d0 * d1 <= 0:
-                return a0 + (a1 - a0) * d0 / (d0 - d1)
-    return 0.5 * (a0 + a1)
-
-
 def _global_segments(ax: Axes, gm: list[tuple[str, Any]], value: Callable[[Any], float],
                      label: str = "global minimum", curves: Mapping[str, Sequence[Any]] | None = None,
                      alpha_c: float | None = None) -> None:
-    """Thick underlay along whichever branch is the global minimum, drawn as one line: where the minimum switches
-    branch, each branch's segment is continued along its own curve to the crossing alpha (alpha_c where given)
-    and the two are joined there by the jump of the reported quantity (a vertical step), never a gap."""
-    runs: list[list[Any]] = []
-    last = None
-    for branch, p in gm:
-        if branch != last:
-            runs.append([])
-            last = branch
-        runs[-1].append(p)
-    if not runs:
+    """Thick underlay along whichever branch is the global minimum, drawn as one line that jumps vertically where
+    the minimum switches branch (at alpha_c where given; plots.global_line)."""
+    if not gm:
         return
-    xs: list[float] = []
-    ys: list[float] = []
-    for i, run in enumerate(runs):
-        pts = [(float(p.alpha), value(p)) for p in run]
-        if i > 0:  # enter this run at the crossing from the previous one, on this run's branch
-            ax_ = _crossing(runs[i - 1][-1], run[0], curves, alpha_c)
-            y = _interp_branch(curves.get(run[0].branch, ()), value, ax_) if curves else None
-            pts.insert(0, (ax_, pts[0][1] if y is None else y))
-        if i < len(runs) - 1:  # leave it at the crossing to the next one, still on this run's branch
-            ax_ = _crossing(run[-1], runs[i + 1][0], curves, alpha_c)
-            y = _interp_branch(curves.get(run[-1].branch, ()), value, ax_) if curves else None
-            pts.append((ax_, pts[-1][1] if y is None else y))
-        xs.extend(a for a, _ in pts)
-        ys.extend(v for _, v in pts)
-    if len(xs) == 1:
-        ax.plot(xs, ys, marker="o", markersize=7, linestyle="none", color=GLOBAL_STYLE["color"],
+    branches = {b: [(float(p.alpha), value(p), float(p.train_loss)) for p in _valid(pts)]
+                for b, pts in (curves or {}).items()}
+    path = global_path([(b, float(p.alpha), value(p)) for b, p in gm], branches, alpha_c)
+    if path.switches and path.interpolated:
+        label += f" ({INTERPOLATED_NOTE})"
+    if len(path.x) == 1:
+        ax.plot(path.x, path.y, marker="o", markersize=7, linestyle="none", color=GLOBAL_STYLE["color"],
                 alpha=GLOBAL_STYLE["alpha"], label=label, zorder=1.5)
     else:
-        ax.plot(xs, ys, **GLOBAL_STYLE, label=label, zorder=1.5, gid="global-minimum")
+        ax.plot(path.x, path.y, **GLOBAL_STYLE, label=label, zorder=1.5, gid="global-minimum")
 
 
 def _title(omega: float | None, extra: str = "") -> str:
