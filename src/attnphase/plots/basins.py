@@ -105,7 +105,7 @@ def plot_basin_heatmap(fractions: pd.DataFrame, out: str | Path, d: int | None =
         ax.plot(a, o, linestyle="none", marker="o", markersize=2.5, color=st.get("color", "0.2"))
     if smoothed:  # say that the curves between the theory's points are an interpolation, not more theory
         ax.plot([], [], linestyle="none", marker="o", markersize=2.5, color="0.2",
-                label="theory points (lines: monotone cubic interpolation)")
+                label="theory points; lines: monotone cubic through them")
     ax.set_xlim(edges(alphas)[0], edges(alphas)[-1])
     ax.set_ylim(edges(omegas)[0], edges(omegas)[-1])
     ax.set_xlabel(ALPHA_LABEL)
@@ -113,7 +113,7 @@ def plot_basin_heatmap(fractions: pd.DataFrame, out: str | Path, d: int | None =
     scale = "" if init_scale is None else f", init scale {init_scale:g}"
     ax.set_title(title or f"basins from random starts: d = {d}, {student} student{scale}", fontsize=10)
     if lines:
-        style.legend_below(fig, ax, ncols=3)  # under the axes: inside, it covered the cells' counts
+        style.legend_below(fig, ax, ncols=2)  # under the axes: inside, it covered the cells' counts
     return style.save_figure(fig, out)
 
 
@@ -235,14 +235,12 @@ def plot_trajectories(trajectories: Sequence[Mapping[str, Any]], out: str | Path
             ax.set_xticks(ticks, labels)
             ax.minorticks_off()
             ax.axvspan(ps.w, last, color="0.93", linewidth=0, zorder=0,
-                       label="L-BFGS phase (linear axis)" if ax is axes[0] else None)
+                       label=f"L-BFGS after {warmup} GD steps (linear axis)" if ax is axes[0] else None)
+            ax.set_xlabel("GD step + 1 (log)  |  L-BFGS evaluations")
         else:
             ax.set_xscale("log")
             ax.set_xlabel("gradient evaluations + 1")
         ax.set_ylabel(name)
-    if phased:
-        fig.supxlabel(f"GD step + 1 (log scale, {warmup} steps), then L-BFGS evaluations (linear scale, shaded)",
-                      fontsize=9.5)
     axes[2].set_yscale("log")
     style.legend_below(fig, axes[0], ncols=5)
     if title:

@@ -125,7 +125,7 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
         _threshold_lines(ax, thresholds)
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel("test error")
-    ax.set_ylim(bottom=0.0)
+    ax.set_ylim(bottom=-0.03 * ax.get_ylim()[1])  # zero errors (perfect recovery) drawn inside the frame
     ax.set_xlim(left=0.0)
     ax.set_title(title or rf"Bayes-optimal vs attention layer, $\omega = {pts[0].omega:g}$, $L = {pts[0].L}$")
     legend_below(fig, ax, ncols=3)

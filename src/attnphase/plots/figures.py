@@ -458,12 +458,18 @@ def plot_phase_diagram(
     heat = _heatmap(ax, fig, simulation, d)
 
     # region where attention beats the linear baseline: alpha > alpha_l(omega)
-    al = np.array([_get(t, "alpha_l") if _get(t, "alpha_l") is not None else np.nan for t in trs])
-    has_l = np.isfinite(al)
-    if has_l.any():
-        ax.fill_betweenx(omegas, np.where(has_l, al, alpha_max), alpha_max, where=has_l, interpolate=False,
+    hatch_om, hatch_al, beyond_l = _beats_linear_edge(trs, alpha_max)
+    if len(hatch_om):
+        ax.fill_betweenx(hatch_om, hatch_al, alpha_max, where=np.isfinite(hatch_al), interpolate=False,
                          facecolor="none" if heat else "0.92", edgecolor="0.45", hatch="////", linewidth=0.0,
                          zorder=1, label="attention beats linear baseline")
+    for w0, a0, w1 in beyond_l:  # alpha_l leaves the range between w0 and w1: its line continues to the edge
+        ax.plot([a0, alpha_max], [w0, w1], color=ALPHA_L_STYLE["color"], linestyle=(0, (1, 1.5)), linewidth=1.2,
+                zorder=3)
+    if beyond_l:
+        ax.plot([1 - _EDGE] * len(beyond_l), [w1 for _, _, w1 in beyond_l], transform=ax.get_yaxis_transform(),
+                marker=">", markersize=6, color=ALPHA_L_STYLE["color"], mfc="white", linestyle="none",
+                label=rf"$\alpha_l > {alpha_max:g}$", zorder=5)
 
     for name, line_style, marker, label in (
         ("alpha_c", {"color": "black", "linestyle": "-"}, "o", r"$\alpha_c$ (positional | semantic)"),
@@ -477,9 +483,10 @@ def plot_phase_diagram(
         if name == "alpha_c":
             # positional wins wherever both branches exist: the boundary lies beyond the computed range
             beyond = [t.omega for t in trs if _kind(t, "alpha_c") == "above range"]
-            if beyond:
-                ax.plot([alpha_max] * len(beyond), beyond, marker=">", markersize=6, color="black",
-                        linestyle="none", clip_on=False, label=rf"$\alpha_c > {alpha_max:g}$", zorder=5)
+            if beyond:  # inside the frame, at its right edge (x in axes fractions)
+                ax.plot([1 - _EDGE] * len(beyond), beyond, transform=ax.get_yaxis_transform(), marker=">",
+                        markersize=6, color="black", linestyle="none", label=rf"$\alpha_c > {alpha_max:g}$",
+                        zorder=5)
         if not pts:
             continue
         y = np.array([p[0] for p in pts])
@@ -503,19 +510,69 @@ def plot_phase_diagram(
                         marker="." if len(pts) == 1 else None, label=label, zorder=3)
 
     ax.set_xlim(alpha_min, alpha_max)
-    pad = 0.02 * max(omegas.max() - omegas.min(), 0.1)
+    pad = 0.04 * max(omegas.max() - omegas.min(), 0.1)  # room for the markers on the first and last omega
     ax.set_ylim(omegas.min() - pad, omegas.max() + pad)
-    _region_labels(ax, trs, alpha_min, alpha_max)
+    _region_labels(ax, trs, alpha_min, alpha_max, show_spinodals)
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"positional weight $\omega$")
     ax.set_title("phase diagram (global minimum)")
-    legend_below(fig, ax, ncols=2, order=("alpha_c (", "alpha_l", "attention", "switch", "alpha_c >"))
+    legend_below(fig, ax, ncols=2, order=("alpha_c (", "alpha_l (", "attention", "switch", "alpha_c >", "alpha_l >"))
     return style.save_figure(fig, out)
 
 
-def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: float) -> None:
+_EDGE = 0.012  # axes fraction between the right frame and the centre of a "beyond the range" marker
+
+
+def _beats_linear_edge(trs: Sequence[Any], alpha_max: float) -> tuple[np.ndarray, np.ndarray,
+                                                                       list[tuple[float, float, float]]]:
+    """The hatched region's left edge (omegas, alpha_l; NaN: no region there) and where alpha_l leaves the
+    range: (omega, alpha_l) of the last computed point and the next omega, whose alpha_l lies above alpha_max.
+    There the edge runs on to (alpha_max, next omega) -- the same straight line between computed omegas as
+    everywhere else -- instead of stopping flat at the last point."""
+    om = [float(t.omega) for t in trs]
+    al = [_get(t, "alpha_l") for t in trs]
+    above = [al[i] is None and _never_beats_linear(t) for i, t in enumerate(trs)]
+    xs: list[float] = []
+    ys: list[float] = []
+    beyond: list[tuple[float, float, float]] = []
+    for i, (w, a) in enumerate(zip(om, al, strict=True)):
+        if a is not None:
+            xs.append(w)
+            ys.append(a)
+            continue
+        prev_found = i > 0 and al[i - 1] is not None
+        next_found = i + 1 < len(om) and al[i + 1] is not None
+        if above[i] and (prev_found or next_found):
+            if prev_found:
+                beyond.append((om[i - 1], float(al[i - 1]), w))  # type: ignore[arg-type]
+            if next_found:
+                beyond.append((om[i + 1], float(al[i + 1]), w))  # type: ignore[arg-type]
+            xs.append(w)
+            ys.append(alpha_max)  # zero width at the next omega
+        else:
+            xs.append(w)
+            ys.append(np.nan)
+    return np.array(xs), np.array(ys, dtype=float), beyond
+
+
+def _never_beats_linear(tr: Any) -> bool:
+    """The transition's own global minimum is not below its linear baseline at the largest alpha it solved (so
+    alpha_l, if any, lies above the range); False when the record carries no curves to tell."""
+    curves = getattr(tr, "curves", None)
+    lin = getattr(tr, "test_error_linear", None)
+    if not curves or not finite(lin):
+        return False
+    from attnphase.theory.state_evolution.results import global_minimum_curve
+
+    gm = [p for p in global_minimum_curve(curves) if finite(getattr(p, "test_error", None))]
+    return bool(gm) and float(max(gm, key=lambda p: p.alpha).test_error) >= float(lin)
+
+
+def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: float,
+                   spinodals: bool = True) -> None:
     """Label the regions left ("positional") and right ("semantic") of the alpha_c(omega) curve, each at the
-    candidate point farthest from that curve and from the frame, so the labels never sit on a boundary."""
+    candidate point farthest from every drawn line (alpha_c, alpha_l, the spinodals) and from the frame, so the
+    labels never sit on a line."""
     pts = sorted((t.omega, _boundary(t)[0]) for t in trs if _boundary(t)[0] is not None)
     if not pts:
         return
@@ -532,6 +589,16 @@ def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: fl
     boundary = np.interp(ys, w, ac)  # alpha_c(omega), held constant beyond the computed omegas
     # distance (in axes fractions) to the curve, measured along alpha, and to the frame
     dist_curve = np.abs(xs - boundary) / span_x
+    names = ("alpha_l",) + (("alpha_sem_appears", "alpha_pos_vanishes") if spinodals else ())
+    for name in names:
+        line = sorted((float(t.omega), _get(t, name)) for t in trs if _get(t, name) is not None)
+        if not line:
+            continue
+        lw = np.array([p[0] for p in line])
+        la = np.array([p[1] for p in line])
+        inside = (ys >= lw.min() - 0.03 * span_y) & (ys <= lw.max() + 0.03 * span_y)
+        d_line = np.where(inside, np.abs(xs - np.interp(ys, lw, la)) / span_x, np.inf)
+        dist_curve = np.minimum(dist_curve, d_line)
     dist_frame = np.minimum.reduce([gx, 1 - gx, gy, 1 - gy])
     score = np.minimum(dist_curve, 2 * dist_frame)
     for text, mask in (("positional", xs < boundary), ("semantic", xs > boundary)):
@@ -610,13 +677,16 @@ def plot_finite_size(
             continue
         val = float(getattr(fp, quantity))
         st = branch_style(branch)
+        # the value in the label: two lines may lie within a line width (at alpha_l the semantic error is the
+        # baseline's)
         ax.axhline(val, color=st["color"], linestyle=st["linestyle"], linewidth=1.4,
-                   label=rf"theory $d\to\infty$, {branch}", zorder=3)
+                   label=rf"theory $d\to\infty$, {branch} ({val:.4g})", zorder=3)
         err = _err(fp, quantity)
         if err > 0:
             ax.axhspan(val - 2 * err, val + 2 * err, color=st["color"], alpha=0.15, linewidth=0, zorder=2)
     if test_error_linear is not None and quantity == "test_error" and finite(test_error_linear):
-        ax.axhline(test_error_linear, **LINEAR_STYLE, label="linear baseline", zorder=1)
+        ax.axhline(test_error_linear, **LINEAR_STYLE, label=f"linear baseline ({test_error_linear:.4g})",
+                   zorder=1)
     ax.set_xscale("log")
     ds = np.unique(df["d"].to_numpy(int))
     ax.set_xticks(ds)
@@ -625,5 +695,7 @@ def plot_finite_size(
     ax.set_xlabel("dimension $d$")
     ax.set_ylabel(quantity.replace("_", " ") if quantity == "test_error" else quantity)
     ax.set_title(_title(omega, rf"$\alpha = {alpha:g}$"))
-    legend(ax, loc="best")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo - 0.06 * (hi - lo), hi + 0.06 * (hi - lo))  # no line on the frame
+    legend_below(fig, ax, ncols=2)  # inside, it hid the largest d's error bars
     return style.save_figure(fig, out)
