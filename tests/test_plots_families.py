@@ -19,6 +19,7 @@ from attnphase import plots
 from attnphase.plots.bayes import plot_bayes_comparison
 from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
 from attnphase.plots.rank import plot_rank_test_error
+from attnphase.plots.smooth import NOTE as SMOOTH_NOTE
 from attnphase.theory.state_evolution.results import global_minimum_curve
 from attnphase.theory.transition.records import TransitionResult
 
@@ -123,6 +124,12 @@ def test_test_error_and_overlaps_jump_at_alpha_c(tmp_path: Path, monkeypatch: py
     for ax in figs[-1].axes[:2]:
         (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "global-minimum"]
         assert _jump_at(line, 1.01) > 0.1
+        # theory lines: smooth between the computed points (more vertices than points), which are marked
+        for branch in ("positional", "semantic"):
+            (pts,) = [ln for ln in ax.get_lines() if ln.get_gid() == f"theory-points-{branch}"]
+            (smooth,) = [ln for ln in ax.get_lines() if ln.get_gid() == f"theory-{branch}"]
+            assert len(smooth.get_xdata()) > 5 * len(pts.get_xdata())
+    assert SMOOTH_NOTE in _labels(figs[-1])
     _no_plain_alpha(figs[-1])
 
 

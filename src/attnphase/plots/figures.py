@@ -26,7 +26,9 @@ from matplotlib.figure import Figure
 
 from attnphase.errors import InputError
 from attnphase.plots import style
-from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
+from attnphase.plots.global_line import INTERPOLATED_NOTE, densified, global_path
+from attnphase.plots.smooth import NOTE as SMOOTH_NOTE
+from attnphase.plots.smooth import monotone_cubic, monotone_cubic_at
 from attnphase.plots.style import (
     ALPHA_C_STYLE,
     ALPHA_L_STYLE,
@@ -199,11 +201,24 @@ def _vline(ax: Axes, x: float | None, style: Mapping[str, Any], text: str,
 
 
 def _theory_line(ax: Axes, x: np.ndarray, y: np.ndarray, e: np.ndarray, branch: str, label: str) -> None:
+    """The computed points (small markers, gid theory-points-BRANCH: exactly what the theory returned) and a
+    monotone cubic line through them (no kinks at a coarse grid's points; the legend says so, _smooth_note)."""
     st = branch_style(branch)
-    ax.plot(x, y, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=label, zorder=3)
+    xd, yd = monotone_cubic(x, y)
+    ax.plot(xd, yd, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=label, zorder=3,
+            gid=f"theory-{branch}")
+    ax.plot(x, y, color=st["color"], linestyle="none", marker=st["marker"], markersize=2.4, zorder=3,
+            gid=f"theory-points-{branch}")
     if np.any(e > 0):
         # +-2 standard errors of the integration: a thin band, invisible where the error is negligible
-        ax.fill_between(x, y - 2 * e, y + 2 * e, color=st["color"], alpha=0.18, linewidth=0, zorder=2)
+        ed = np.interp(xd, x, e)
+        ax.fill_between(xd, yd - 2 * ed, yd + 2 * ed, color=st["color"], alpha=0.18, linewidth=0, zorder=2)
+
+
+def _smooth_note(ax: Axes) -> None:
+    """One legend entry saying that theory lines between computed points are an interpolation."""
+    if any(str(ln.get_gid()).startswith("theory-points-") and len(ln.get_xdata()) >= 3 for ln in ax.get_lines()):
+        ax.plot([], [], color="0.3", linestyle="-", marker="o", markersize=2.4, linewidth=1.0, label=SMOOTH_NOTE)
 
 
 def _global_segments(ax: Axes, gm: list[tuple[str, Any]], value: Callable[[Any], float],
@@ -215,14 +230,18 @@ def _global_segments(ax: Axes, gm: list[tuple[str, Any]], value: Callable[[Any],
         return
     branches = {b: [(float(p.alpha), value(p), float(p.train_loss)) for p in _valid(pts)]
                 for b, pts in (curves or {}).items()}
-    path = global_path([(b, float(p.alpha), value(p)) for b, p in gm], branches, alpha_c)
+    # between computed points the underlay follows the branch's drawn (monotone cubic) line
+    interp = {b: monotone_cubic_at(np.array([t[0] for t in v]), np.array([t[1] for t in v]))
+              for b, v in branches.items() if v}
+    path = global_path([(b, float(p.alpha), value(p)) for b, p in gm], branches, alpha_c, interp)
     if path.switches and path.interpolated:
         label += f" ({INTERPOLATED_NOTE})"
     if len(path.x) == 1:
         ax.plot(path.x, path.y, marker="o", markersize=7, linestyle="none", color=GLOBAL_STYLE["color"],
                 alpha=GLOBAL_STYLE["alpha"], label=label, zorder=1.5)
     else:
-        ax.plot(path.x, path.y, **GLOBAL_STYLE, label=label, zorder=1.5, gid="global-minimum")
+        xs, ys = densified(path, interp)
+        ax.plot(xs, ys, **GLOBAL_STYLE, label=label, zorder=1.5, gid="global-minimum")
 
 
 def _title(omega: float | None, extra: str = "") -> str:
@@ -279,6 +298,7 @@ def plot_test_error(
     ax.set_ylabel("test error")
     ax.set_title(_title(omega))
     ax.set_xlim(left=0)
+    _smooth_note(ax)
     legend_below(fig, ax)
     return style.save_figure(fig, out)
 
@@ -400,6 +420,7 @@ def plot_overlaps(
         ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
     axes[0].set_title("positional overlap " + _title(omega))
     axes[1].set_title("semantic overlap " + _title(omega))
+    _smooth_note(axes[1])
     legend_below(fig, axes[1], ncols=4)  # one legend for both panels
     return style.save_figure(fig, out)
 

@@ -12,10 +12,12 @@ the switch is its own curve linearly interpolated between computed points.  Noth
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["INTERPOLATED_NOTE", "GlobalPath", "global_path"]
+import numpy as np
+
+__all__ = ["INTERPOLATED_NOTE", "GlobalPath", "densified", "global_path"]
 
 # appended to a legend label when some switch is not the theory's alpha_c
 INTERPOLATED_NOTE = "switch interpolated"
@@ -33,6 +35,7 @@ class GlobalPath:
     y: tuple[float, ...]
     switches: tuple[float, ...]
     interpolated: bool
+    branch: tuple[str, ...] = ()  # the branch each vertex lies on
 
 
 def _finite(*v: float | None) -> bool:
@@ -71,10 +74,12 @@ def _switch(b0: str, a0: float, b1: str, a1: float, branches: Mapping[str, Branc
 
 
 def global_path(along: Sequence[tuple[str, float, float]], branches: Mapping[str, BranchPoints],
-                alpha_c: float | None = None) -> GlobalPath:
+                alpha_c: float | None = None,
+                interp: Mapping[str, Callable[[float], float | None]] | None = None) -> GlobalPath:
     """The path through ``along`` = [(branch, alpha, value)] (the global minimum as the theory chose it, one entry
     per computed alpha), jumping where the branch changes.  ``branches``: each branch's own valid points
-    (alpha, value, train_loss), to continue a segment to the switch; ``alpha_c``: the theory's switch point."""
+    (alpha, value, train_loss), to continue a segment to the switch; ``alpha_c``: the theory's switch point;
+    ``interp``: per branch, the value between its points as the figure draws it (default: linear)."""
     pts = sorted(((b, float(a), float(v)) for b, a, v in along if _finite(float(a), float(v))), key=lambda t: t[1])
     runs: list[list[tuple[str, float, float]]] = []
     for p in pts:
@@ -83,24 +88,49 @@ def global_path(along: Sequence[tuple[str, float, float]], branches: Mapping[str
         runs[-1].append(p)
     xs: list[float] = []
     ys: list[float] = []
+    bs: list[str] = []
     switches: list[float] = []
     interpolated = False
     cuts: list[float] = []
     for prev, nxt in zip(runs, runs[1:], strict=False):
-        a, interp = _switch(prev[-1][0], prev[-1][1], nxt[0][0], nxt[0][1], branches, alpha_c)
+        a, guessed = _switch(prev[-1][0], prev[-1][1], nxt[0][0], nxt[0][1], branches, alpha_c)
         cuts.append(a)
-        interpolated |= interp
+        interpolated |= guessed
     for i, run in enumerate(runs):
         seg = [(a, v) for _, a, v in run]
         own = branches.get(run[0][0], ())
+        f = (interp or {}).get(run[0][0])
+        at = (lambda a, own=own, f=f: f(a) if f is not None else _at(own, a, 1))  # noqa: E731
         if i > 0 and not math.isclose(cuts[i - 1], seg[0][0]):  # enter at the switch on this run's branch
-            y = _at(own, cuts[i - 1], 1)
+            y = at(cuts[i - 1])
             seg.insert(0, (cuts[i - 1], seg[0][1] if y is None else y))
         if i < len(runs) - 1:
             switches.append(cuts[i])
         if i < len(runs) - 1 and not math.isclose(cuts[i], seg[-1][0]):  # leave it there, still on this branch
-            y = _at(own, cuts[i], 1)
+            y = at(cuts[i])
             seg.append((cuts[i], seg[-1][1] if y is None else y))
         xs.extend(a for a, _ in seg)
         ys.extend(v for _, v in seg)
-    return GlobalPath(tuple(xs), tuple(ys), tuple(switches), interpolated)
+        bs.extend(run[0][0] for _ in seg)
+    return GlobalPath(tuple(xs), tuple(ys), tuple(switches), interpolated, tuple(bs))
+
+
+def densified(path: GlobalPath, interp: Mapping[str, Callable[[float], float | None]],
+              per_gap: int = 12) -> tuple[list[float], list[float]]:
+    """The path with each stretch between two vertices on the same branch sampled along that branch's
+    interpolant (so the underlay follows a smooth theory line); jumps stay vertical."""
+    if not path.x:
+        return [], []
+    xs, ys = [path.x[0]], [path.y[0]]
+    for i in range(1, len(path.x)):
+        a0, a1 = path.x[i - 1], path.x[i]
+        f = interp.get(path.branch[i]) if path.branch and path.branch[i] == path.branch[i - 1] else None
+        if f is not None and a1 > a0:
+            for a in np.linspace(a0, a1, per_gap, endpoint=False)[1:]:
+                v = f(float(a))
+                if v is not None:
+                    xs.append(float(a))
+                    ys.append(v)
+        xs.append(a1)
+        ys.append(path.y[i])
+    return xs, ys
