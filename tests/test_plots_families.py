@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D
 from test_plots import synthetic_sim, synthetic_transition
 
 from attnphase import plots
-from attnphase.plots.bayes import plot_bayes_comparison
+from attnphase.plots.bayes import plot_bayes_comparison, plot_bayes_phase_diagram
 from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
 from attnphase.plots.rank import plot_rank_test_error
 from attnphase.plots.smooth import NOTE as SMOOTH_NOTE
@@ -175,6 +175,8 @@ def test_phase_diagram_reads_as_drawn(tmp_path: Path, monkeypatch: pytest.Monkey
     fig.canvas.draw()
     markers = [ln for ln in ax.get_lines() if ln.get_marker() not in (None, "None", "") and len(ln.get_xdata())]
     assert {r"$\alpha_c > 2$", r"$\alpha_l > 2$"} <= {ln.get_label() for ln in markers}
+    (far_l,) = [ln for ln in markers if ln.get_label() == r"$\alpha_l > 2$"]
+    assert list(far_l.get_ydata()) == [0.4, 0.45]
     for ln in markers:
         _inside(ax, ln)
     # the hatched region runs on to the edge at omega 0.4 instead of stopping flat at 0.3
@@ -311,3 +313,20 @@ def test_untied_and_histogram_families_render(tmp_path: Path, monkeypatch: pytes
                                                                        val_accuracy=[0.5, 0.8]))
     _written(ph.plot_curves([run], tmp_path / "c"))
 
+
+
+def test_bayes_phase_diagram_marks_erm_values_beyond_the_range(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    crit = lambda v: SimpleNamespace(found=True, value=v, lo=v, hi=v)  # noqa: E731
+    ths = [SimpleNamespace(omega=w, L=2, critical={"alpha_weak": crit(0.17), "alpha_it": crit(0.5),
+                                                   "alpha_alg": crit(0.5)}) for w in (0.05, 0.1, 0.2, 0.3, 0.4, 0.45)]
+    figs = capture_figures(monkeypatch)
+    _written(plot_bayes_phase_diagram(ths, tmp_path / "bpd", transitions=_diagram()))
+    ax = figs[-1].axes[0]
+    figs[-1].canvas.draw()
+    far = {ln.get_label(): ln for ln in ax.get_lines() if "> 2" in ln.get_label()}
+    assert set(far) == {r"ERM $\alpha_c > 2$", r"ERM $\alpha_l > 2$"}
+    assert list(far[r"ERM $\alpha_c > 2$"].get_ydata()) == [0.45]
+    assert list(far[r"ERM $\alpha_l > 2$"].get_ydata()) == [0.4, 0.45]
+    for ln in far.values():
+        _inside(ax, ln)

@@ -16,6 +16,7 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.plots import style
+from attnphase.plots.figures import never_beats_linear
 from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
 from attnphase.plots.style import (
     ALPHA_C_STYLE,
@@ -169,6 +170,18 @@ def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, tran
             xerr = np.clip(np.vstack([xv - [r[1].lo for r in rows], [r[1].hi for r in rows] - xv]), 0, None)
             ax.errorbar(xv, y, xerr=xerr, marker=marker, markersize=4, mfc="white", capsize=2, linewidth=1.3,
                         elinewidth=0.8, label=label, **line_style)
+    # ERM values beyond the range: a marker at the right edge, inside the frame (as in figure (d))
+    for name, color, label in (("alpha_c", "black", rf"ERM $\alpha_c > {alpha_max:g}$"),
+                               ("alpha_l", ALPHA_L_STYLE["color"], rf"ERM $\alpha_l > {alpha_max:g}$")):
+        if name == "alpha_c":
+            far = [t.omega for t in trs if name in t.critical and t.critical[name].kind == "above range"]
+        else:
+            far = [t.omega for t in trs if name in t.critical and not t.critical[name].found
+                   and never_beats_linear(t)]
+        if far:
+            ax.plot([0.988] * len(far), far, transform=ax.get_yaxis_transform(), marker=">", markersize=6,
+                    color=color, mfc="white" if name == "alpha_l" else color, linestyle="none", label=label,
+                    zorder=5)
     if any(t.omega == 1.0 for t in ths):
         ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label=r"$\omega = 1$: nothing to learn")
     ax.set_xlim(0.0, alpha_max)

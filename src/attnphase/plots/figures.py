@@ -487,8 +487,9 @@ def plot_phase_diagram(
     for w0, a0, w1 in beyond_l:  # alpha_l leaves the range between w0 and w1: its line continues to the edge
         ax.plot([a0, alpha_max], [w0, w1], color=ALPHA_L_STYLE["color"], linestyle=(0, (1, 1.5)), linewidth=1.2,
                 zorder=3)
-    if beyond_l:
-        ax.plot([1 - _EDGE] * len(beyond_l), [w1 for _, _, w1 in beyond_l], transform=ax.get_yaxis_transform(),
+    far_l = [float(t.omega) for t in trs if _get(t, "alpha_l") is None and never_beats_linear(t)]
+    if far_l:
+        ax.plot([1 - _EDGE] * len(far_l), far_l, transform=ax.get_yaxis_transform(),
                 marker=">", markersize=6, color=ALPHA_L_STYLE["color"], mfc="white", linestyle="none",
                 label=rf"$\alpha_l > {alpha_max:g}$", zorder=5)
 
@@ -552,7 +553,7 @@ def _beats_linear_edge(trs: Sequence[Any], alpha_max: float) -> tuple[np.ndarray
     everywhere else -- instead of stopping flat at the last point."""
     om = [float(t.omega) for t in trs]
     al = [_get(t, "alpha_l") for t in trs]
-    above = [al[i] is None and _never_beats_linear(t) for i, t in enumerate(trs)]
+    above = [al[i] is None and never_beats_linear(t) for i, t in enumerate(trs)]
     xs: list[float] = []
     ys: list[float] = []
     beyond: list[tuple[float, float, float]] = []
@@ -576,7 +577,7 @@ def _beats_linear_edge(trs: Sequence[Any], alpha_max: float) -> tuple[np.ndarray
     return np.array(xs), np.array(ys, dtype=float), beyond
 
 
-def _never_beats_linear(tr: Any) -> bool:
+def never_beats_linear(tr: Any) -> bool:
     """The transition's own global minimum is not below its linear baseline at the largest alpha it solved (so
     alpha_l, if any, lies above the range); False when the record carries no curves to tell."""
     curves = getattr(tr, "curves", None)
