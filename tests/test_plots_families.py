@@ -319,7 +319,7 @@ def test_bayes_phase_diagram_marks_erm_values_beyond_the_range(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     crit = lambda v: SimpleNamespace(found=True, value=v, lo=v, hi=v)  # noqa: E731
     ths = [SimpleNamespace(omega=w, L=2, critical={"alpha_weak": crit(0.17), "alpha_it": crit(0.5),
-                                                   "alpha_alg": crit(0.5)}) for w in (0.05, 0.1, 0.2, 0.3, 0.4, 0.45)]
+                                                   "alpha_alg": crit(0.5)}) for w in (0.0, 0.1, 0.2, 0.3, 0.4, 0.45)]
     figs = capture_figures(monkeypatch)
     _written(plot_bayes_phase_diagram(ths, tmp_path / "bpd", transitions=_diagram()))
     ax = figs[-1].axes[0]
@@ -330,3 +330,6 @@ def test_bayes_phase_diagram_marks_erm_values_beyond_the_range(tmp_path: Path,
     assert list(far[r"ERM $\alpha_l > 2$"].get_ydata()) == [0.4, 0.45]
     for ln in far.values():
         _inside(ax, ln)
+    for ln in ax.get_lines():  # the Bayes thresholds' markers at omega = 0 too
+        if ln.get_marker() not in (None, "None", "") and len(ln.get_xdata()):
+            _inside(ax, ln)

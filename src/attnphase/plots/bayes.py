@@ -179,13 +179,15 @@ def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, tran
             far = [t.omega for t in trs if name in t.critical and not t.critical[name].found
                    and never_beats_linear(t)]
         if far:
-            ax.plot([0.988] * len(far), far, transform=ax.get_yaxis_transform(), marker=">", markersize=6,
+            x = 0.988 if name == "alpha_c" else 0.962  # side by side where both are beyond the range
+            ax.plot([x] * len(far), far, transform=ax.get_yaxis_transform(), marker=">", markersize=6,
                     color=color, mfc="white" if name == "alpha_l" else color, linestyle="none", label=label,
                     zorder=5)
     if any(t.omega == 1.0 for t in ths):
         ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label=r"$\omega = 1$: nothing to learn")
     ax.set_xlim(0.0, alpha_max)
-    ax.set_ylim(min(om.min(), 0.0), max(om.max(), 0.5) * 1.02)
+    lo, hi = min(om.min(), 0.0), max(om.max(), 0.5)
+    ax.set_ylim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))  # markers on omega = 0 inside the frame
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"positional weight $\omega$")
     ax.set_title(rf"Bayes-optimal thresholds vs ERM transition, $L = {ths[0].L}$")

@@ -489,7 +489,7 @@ def plot_phase_diagram(
                 zorder=3)
     far_l = [float(t.omega) for t in trs if _get(t, "alpha_l") is None and never_beats_linear(t)]
     if far_l:
-        ax.plot([1 - _EDGE] * len(far_l), far_l, transform=ax.get_yaxis_transform(),
+        ax.plot([1 - 3.2 * _EDGE] * len(far_l), far_l, transform=ax.get_yaxis_transform(),  # beside alpha_c's
                 marker=">", markersize=6, color=ALPHA_L_STYLE["color"], mfc="white", linestyle="none",
                 label=rf"$\alpha_l > {alpha_max:g}$", zorder=5)
 
