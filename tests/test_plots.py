@@ -111,9 +111,13 @@ def test_global_minimum_underlay_is_the_theory_curve(tmp_path: Path, monkeypatch
     assert by_alpha[round(0.1, 6)] == "positional" and by_alpha[2.0] == "semantic"
     assert all(p.valid for p in gm)
     plots.plot_test_error(curves, tmp_path / "te", global_minimum=gm[:5])
-    # the underlay draws exactly the points it is given
-    xs = np.concatenate([ln.get_xdata() for ln in cap.ax.get_lines() if ln.get_label() in ("global minimum",)])
-    assert np.allclose(np.sort(xs), [p.alpha for p in gm[:5]])
+    # the underlay runs through exactly the points it is given (smoothly between them), and no further
+    (line,) = [ln for ln in cap.ax.get_lines() if ln.get_label() == "global minimum"]
+    xs, ys = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+    assert xs.min() == pytest.approx(gm[0].alpha) and xs.max() == pytest.approx(gm[4].alpha)
+    for p in gm[:5]:
+        i = np.flatnonzero(np.isclose(xs, p.alpha))
+        assert len(i) == 1 and ys[i[0]] == pytest.approx(p.test_error)
 
 
 def test_global_minimum_is_one_line_through_alpha_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,10 +163,14 @@ def test_test_error_figure_draws_given_values_and_valid_points(tmp_path: Path,
     assert _vlines(ax, r"$\alpha_l$") == [1.2345]
     assert float(_line(ax, "linear baseline").get_ydata()[0]) == LINEAR
     for branch, pts in curves.items():
-        line = _line(ax, f"theory, {branch}")
+        (points,) = [ln for ln in ax.get_lines() if ln.get_gid() == f"theory-points-{branch}"]
         valid = [p for p in pts if p.valid]
-        assert np.allclose(line.get_xdata(), [p.alpha for p in valid])  # the collapsed point is not drawn
-        assert np.allclose(line.get_ydata(), [p.test_error for p in valid])
+        assert np.allclose(points.get_xdata(), [p.alpha for p in valid])  # the collapsed point is not drawn
+        assert np.allclose(points.get_ydata(), [p.test_error for p in valid])
+        line = _line(ax, f"theory, {branch}")  # the line between them: through every computed point
+        lx, ly = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        assert lx.min() == pytest.approx(valid[0].alpha) and lx.max() == pytest.approx(valid[-1].alpha)
+        assert np.allclose(np.interp([p.alpha for p in valid], lx, ly), [p.test_error for p in valid])
     # the alpha_c bracket is shaded
     spans = [p for p in ax.patches if p.get_x() == pytest.approx(0.95)]
     assert spans and spans[0].get_width() == pytest.approx(0.10)

@@ -143,7 +143,8 @@ def test_reproduce_pipeline_and_resume(tmp_path: Path, monkeypatch: pytest.Monke
     assert np.allclose(vline.get_xdata(), 0.2 + 2.5 * 0.3)
     curves = synthetic_curves(np.asarray(plan.curve_alphas))
     for branch in ("positional", "semantic"):
-        (line,) = _lines(fig_a, f"theory, {branch}")
+        # the computed points exactly (the line between them is a monotone cubic through them)
+        (line,) = [ln for ln in fig_a.axes[0].get_lines() if ln.get_gid() == f"theory-points-{branch}"]
         valid = [p for p in curves[branch] if p.valid and p.alpha in plan.curve_alphas]
         assert np.allclose(line.get_xdata(), [p.alpha for p in valid])
         assert np.allclose(line.get_ydata(), [p.test_error for p in valid])
@@ -366,16 +367,19 @@ def test_reproduce_basins_section_and_figures_from_the_store(tmp_path: Path, mon
     cells = sorted(t.get_text() for t in heat.axes[0].texts)
     assert cells == sorted(f"{sum(_basin_of(a, s) == 'semantic' for s in range(3))}/3"
                            for a in (0.5, 1.0, 1.5) for _ in (0.1, 0.3))
-    (ac_line,) = [ln for ln in heat.axes[0].get_lines() if ln.get_label() == "alpha_c"]
+    (ac_line,) = [ln for ln in heat.axes[0].get_lines() if ln.get_label() == r"$\alpha_c$"]  # mathtext
     assert np.allclose(ac_line.get_xdata(), [0.2 + 2.5 * w for w in (0.1, 0.3)])
     # Fraction figure: one curve per d; alpha_c at 0.95.
     frac = drawn[FIGURES_BASINS["basins_fraction"]]
     assert np.allclose([ln.get_xdata()[0] for ln in frac.axes[0].get_lines() if "alpha_c" in ln.get_label()], 0.95)
     # Trajectories: the stored ones at d = 8, alpha = 1.5 (all 3 semantic), with the stored theory values.
     traj = drawn[FIGURES_BASINS["basins_trajectories"]]
+    # overlaps over sigma^2, as in figure (c)
+    s2 = plan.setting.sigma ** 2
     thetas = [ln for ln in traj.axes[1].get_lines() if len(ln.get_xdata()) == 5]
-    assert len(thetas) == 3 and np.allclose(thetas[0].get_ydata(), [0.0, 0.1, 0.2, 0.3, 0.4])
-    assert any(np.allclose(ln.get_ydata(), 0.25) for ln in traj.axes[1].get_lines() if len(ln.get_xdata()) == 2)
+    assert len(thetas) == 3 and np.allclose(thetas[0].get_ydata(), np.array([0.0, 0.1, 0.2, 0.3, 0.4]) / s2)
+    assert any(np.allclose(ln.get_ydata(), 0.25 / s2) for ln in traj.axes[1].get_lines()
+               if len(ln.get_xdata()) == 2)
 
     # The plain simulations' frame leaves the random starts out (figures (a)-(e) never see them).
     sims = sim_frame(plan, store)

@@ -16,6 +16,8 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.plots import style
+from attnphase.plots.figures import never_beats_linear
+from attnphase.plots.global_line import INTERPOLATED_NOTE, global_path
 from attnphase.plots.style import (
     ALPHA_C_STYLE,
     ALPHA_L_STYLE,
@@ -93,9 +95,14 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
             ax.plot([p.alpha for p in v], [p.test_error for p in v], color=st["color"], linestyle=st["linestyle"],
                     marker=st["marker"], markersize=3, linewidth=1.2, label=f"ERM {branch}", zorder=3)
     if global_minimum:
-        g = sorted(global_minimum, key=lambda p: p.alpha)
-        ax.plot([p.alpha for p in g], [p.test_error for p in g], **GLOBAL_STYLE, label="ERM global minimum",
-                zorder=2)
+        crit = transition.critical.get("alpha_c") if hasattr(transition, "critical") else None
+        own = {b: [(p.alpha, p.test_error, p.train_loss) for p in fps
+                   if getattr(p, "valid", True) and _finite(p.test_error) and _finite(p.train_loss)]
+               for b, fps in (curves or {}).items()}
+        path = global_path([(p.branch, p.alpha, p.test_error) for p in global_minimum], own,
+                           crit.value if crit is not None and crit.found else None)
+        note = f" ({INTERPOLATED_NOTE})" if path.switches and path.interpolated else ""
+        ax.plot(path.x, path.y, **GLOBAL_STYLE, label="ERM global minimum" + note, zorder=2, gid="global-minimum")
     if test_error_linear is None:
         test_error_linear = pts[0].test_error_linear
     if _finite(test_error_linear):
@@ -119,7 +126,7 @@ def plot_bayes_comparison(bayes_points: Sequence[Any], out: str | Path, *, thres
         _threshold_lines(ax, thresholds)
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel("test error")
-    ax.set_ylim(bottom=0.0)
+    ax.set_ylim(bottom=-0.03 * ax.get_ylim()[1])  # zero errors (perfect recovery) drawn inside the frame
     ax.set_xlim(left=0.0)
     ax.set_title(title or rf"Bayes-optimal vs attention layer, $\omega = {pts[0].omega:g}$, $L = {pts[0].L}$")
     legend_below(fig, ax, ncols=3)
@@ -163,10 +170,24 @@ def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, tran
             xerr = np.clip(np.vstack([xv - [r[1].lo for r in rows], [r[1].hi for r in rows] - xv]), 0, None)
             ax.errorbar(xv, y, xerr=xerr, marker=marker, markersize=4, mfc="white", capsize=2, linewidth=1.3,
                         elinewidth=0.8, label=label, **line_style)
+    # ERM values beyond the range: a marker at the right edge, inside the frame (as in figure (d))
+    for name, color, label in (("alpha_c", "black", rf"ERM $\alpha_c > {alpha_max:g}$"),
+                               ("alpha_l", ALPHA_L_STYLE["color"], rf"ERM $\alpha_l > {alpha_max:g}$")):
+        if name == "alpha_c":
+            far = [t.omega for t in trs if name in t.critical and t.critical[name].kind == "above range"]
+        else:
+            far = [t.omega for t in trs if name in t.critical and not t.critical[name].found
+                   and never_beats_linear(t)]
+        if far:
+            x = 0.988 if name == "alpha_c" else 0.962  # side by side where both are beyond the range
+            ax.plot([x] * len(far), far, transform=ax.get_yaxis_transform(), marker=">", markersize=6,
+                    color=color, mfc="white" if name == "alpha_l" else color, linestyle="none", label=label,
+                    zorder=5)
     if any(t.omega == 1.0 for t in ths):
         ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle=":", label=r"$\omega = 1$: nothing to learn")
     ax.set_xlim(0.0, alpha_max)
-    ax.set_ylim(min(om.min(), 0.0), max(om.max(), 0.5) * 1.02)
+    lo, hi = min(om.min(), 0.0), max(om.max(), 0.5)
+    ax.set_ylim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))  # markers on omega = 0 inside the frame
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"positional weight $\omega$")
     ax.set_title(rf"Bayes-optimal thresholds vs ERM transition, $L = {ths[0].L}$")

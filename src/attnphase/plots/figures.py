@@ -26,6 +26,9 @@ from matplotlib.figure import Figure
 
 from attnphase.errors import InputError
 from attnphase.plots import style
+from attnphase.plots.global_line import INTERPOLATED_NOTE, densified, global_path
+from attnphase.plots.smooth import NOTE as SMOOTH_NOTE
+from attnphase.plots.smooth import monotone_cubic, monotone_cubic_at
 from attnphase.plots.style import (
     ALPHA_C_STYLE,
     ALPHA_L_STYLE,
@@ -198,79 +201,46 @@ def _vline(ax: Axes, x: float | None, style: Mapping[str, Any], text: str,
 
 
 def _theory_line(ax: Axes, x: np.ndarray, y: np.ndarray, e: np.ndarray, branch: str, label: str) -> None:
+    """The computed points (small markers, gid theory-points-BRANCH: exactly what the theory returned) and a
+    monotone cubic line through them (no kinks at a coarse grid's points; the legend says so, _smooth_note)."""
     st = branch_style(branch)
-    ax.plot(x, y, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=label, zorder=3)
+    xd, yd = monotone_cubic(x, y)
+    ax.plot(xd, yd, color=st["color"], linestyle=st["linestyle"], linewidth=1.5, label=label, zorder=3,
+            gid=f"theory-{branch}")
+    ax.plot(x, y, color=st["color"], linestyle="none", marker=st["marker"], markersize=2.4, zorder=3,
+            gid=f"theory-points-{branch}")
     if np.any(e > 0):
         # +-2 standard errors of the integration: a thin band, invisible where the error is negligible
-        ax.fill_between(x, y - 2 * e, y + 2 * e, color=st["color"], alpha=0.18, linewidth=0, zorder=2)
+        ed = np.interp(xd, x, e)
+        ax.fill_between(xd, yd - 2 * ed, yd + 2 * ed, color=st["color"], alpha=0.18, linewidth=0, zorder=2)
 
 
-def _interp_branch(pts: Sequence[Any], value: Callable[[Any], float], a: float) -> float | None:
-    """A branch's drawn value at alpha `a`: linear between its valid neighbours, its nearest end point outside."""
-    v = [(p.alpha, value(p)) for p in pts if getattr(p, "valid", getattr(p, "converged", True)) and finite(value(p))]
-    if not v:
-        return None
-    v.sort()
-    if a <= v[0][0]:
-        return v[0][1]
-    if a >= v[-1][0]:
-        return v[-1][1]
-    for (a0, y0), (a1, y1) in zip(v, v[1:], strict=False):
-        if a0 <= a <= a1:
-            return y0 + (y1 - y0) * (a - a0) / (a1 - a0) if a1 > a0 else y0
-    return None  # pragma: no cover - a lies within the range
-
-
-def _crossing(left: Any, right: Any, curves: Mapping[str, Sequence[Any]] | None, alpha_c: float | None) -> float:
-    """Where the global minimum switches from `left`'s branch to `right`'s: alpha_c when it lies between the two
-    grid points, else the root of the linearly interpolated train-loss difference, else the midpoint."""
-    a0, a1 = float(left.alpha), float(right.alpha)
-    if alpha_c is not None and finite(alpha_c) and a0 <= float(alpha_c) <= a1:
-        return float(alpha_c)
-    if curves:
-        tl = lambda p: float(p.train_loss)  # noqa: E731
-        la = [_interp_branch(curves.get(left.branch, ()), tl, a) for a in (a0, a1)]
-        ra = [_interp_branch(curves.get(right.branch, ()), tl, a) for a in (a0, a1)]
-        if None not in la and None not in ra:
-            d0, d1 = la[0] - ra[0], la[1] - ra[1]
-            if d0 != d1 and d0 * d1 <= 0:
-                return a0 + (a1 - a0) * d0 / (d0 - d1)
-    return 0.5 * (a0 + a1)
+def _smooth_note(ax: Axes) -> None:
+    """One legend entry saying that theory lines between computed points are an interpolation."""
+    if any(str(ln.get_gid()).startswith("theory-points-") and len(ln.get_xdata()) >= 3 for ln in ax.get_lines()):
+        ax.plot([], [], color="0.3", linestyle="-", marker="o", markersize=2.4, linewidth=1.0, label=SMOOTH_NOTE)
 
 
 def _global_segments(ax: Axes, gm: list[tuple[str, Any]], value: Callable[[Any], float],
                      label: str = "global minimum", curves: Mapping[str, Sequence[Any]] | None = None,
                      alpha_c: float | None = None) -> None:
-    """Thick underlay along whichever branch is the global minimum, drawn as one line: where the minimum switches
-    branch, each branch's segment is continued along its own curve to the crossing alpha (alpha_c where given)
-    and the two are joined there by the jump of the reported quantity (a vertical step), never a gap."""
-    runs: list[list[Any]] = []
-    last = None
-    for branch, p in gm:
-        if branch != last:
-            runs.append([])
-            last = branch
-        runs[-1].append(p)
-    if not runs:
+    """Thick underlay along whichever branch is the global minimum, drawn as one line that jumps vertically where
+    the minimum switches branch (at alpha_c where given; plots.global_line)."""
+    if not gm:
         return
-    xs: list[float] = []
-    ys: list[float] = []
-    for i, run in enumerate(runs):
-        pts = [(float(p.alpha), value(p)) for p in run]
-        if i > 0:  # enter this run at the crossing from the previous one, on this run's branch
-            ax_ = _crossing(runs[i - 1][-1], run[0], curves, alpha_c)
-            y = _interp_branch(curves.get(run[0].branch, ()), value, ax_) if curves else None
-            pts.insert(0, (ax_, pts[0][1] if y is None else y))
-        if i < len(runs) - 1:  # leave it at the crossing to the next one, still on this run's branch
-            ax_ = _crossing(run[-1], runs[i + 1][0], curves, alpha_c)
-            y = _interp_branch(curves.get(run[-1].branch, ()), value, ax_) if curves else None
-            pts.append((ax_, pts[-1][1] if y is None else y))
-        xs.extend(a for a, _ in pts)
-        ys.extend(v for _, v in pts)
-    if len(xs) == 1:
-        ax.plot(xs, ys, marker="o", markersize=7, linestyle="none", color=GLOBAL_STYLE["color"],
+    branches = {b: [(float(p.alpha), value(p), float(p.train_loss)) for p in _valid(pts)]
+                for b, pts in (curves or {}).items()}
+    # between computed points the underlay follows the branch's drawn (monotone cubic) line
+    interp = {b: monotone_cubic_at(np.array([t[0] for t in v]), np.array([t[1] for t in v]))
+              for b, v in branches.items() if v}
+    path = global_path([(b, float(p.alpha), value(p)) for b, p in gm], branches, alpha_c, interp)
+    if path.switches and path.interpolated:
+        label += f" ({INTERPOLATED_NOTE})"
+    if len(path.x) == 1:
+        ax.plot(path.x, path.y, marker="o", markersize=7, linestyle="none", color=GLOBAL_STYLE["color"],
                 alpha=GLOBAL_STYLE["alpha"], label=label, zorder=1.5)
     else:
+        xs, ys = densified(path, interp)
         ax.plot(xs, ys, **GLOBAL_STYLE, label=label, zorder=1.5, gid="global-minimum")
 
 
@@ -328,6 +298,7 @@ def plot_test_error(
     ax.set_ylabel("test error")
     ax.set_title(_title(omega))
     ax.set_xlim(left=0)
+    _smooth_note(ax)
     legend_below(fig, ax)
     return style.save_figure(fig, out)
 
@@ -449,6 +420,7 @@ def plot_overlaps(
         ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
     axes[0].set_title("positional overlap " + _title(omega))
     axes[1].set_title("semantic overlap " + _title(omega))
+    _smooth_note(axes[1])
     legend_below(fig, axes[1], ncols=4)  # one legend for both panels
     return style.save_figure(fig, out)
 
@@ -507,12 +479,19 @@ def plot_phase_diagram(
     heat = _heatmap(ax, fig, simulation, d)
 
     # region where attention beats the linear baseline: alpha > alpha_l(omega)
-    al = np.array([_get(t, "alpha_l") if _get(t, "alpha_l") is not None else np.nan for t in trs])
-    has_l = np.isfinite(al)
-    if has_l.any():
-        ax.fill_betweenx(omegas, np.where(has_l, al, alpha_max), alpha_max, where=has_l, interpolate=False,
+    hatch_om, hatch_al, beyond_l = _beats_linear_edge(trs, alpha_max)
+    if len(hatch_om):
+        ax.fill_betweenx(hatch_om, hatch_al, alpha_max, where=np.isfinite(hatch_al), interpolate=False,
                          facecolor="none" if heat else "0.92", edgecolor="0.45", hatch="////", linewidth=0.0,
                          zorder=1, label="attention beats linear baseline")
+    for w0, a0, w1 in beyond_l:  # alpha_l leaves the range between w0 and w1: its line continues to the edge
+        ax.plot([a0, alpha_max], [w0, w1], color=ALPHA_L_STYLE["color"], linestyle=(0, (1, 1.5)), linewidth=1.2,
+                zorder=3)
+    far_l = [float(t.omega) for t in trs if _get(t, "alpha_l") is None and never_beats_linear(t)]
+    if far_l:
+        ax.plot([1 - 3.2 * _EDGE] * len(far_l), far_l, transform=ax.get_yaxis_transform(),  # beside alpha_c's
+                marker=">", markersize=6, color=ALPHA_L_STYLE["color"], mfc="white", linestyle="none",
+                label=rf"$\alpha_l > {alpha_max:g}$", zorder=5)
 
     for name, line_style, marker, label in (
         ("alpha_c", {"color": "black", "linestyle": "-"}, "o", r"$\alpha_c$ (positional | semantic)"),
@@ -526,9 +505,10 @@ def plot_phase_diagram(
         if name == "alpha_c":
             # positional wins wherever both branches exist: the boundary lies beyond the computed range
             beyond = [t.omega for t in trs if _kind(t, "alpha_c") == "above range"]
-            if beyond:
-                ax.plot([alpha_max] * len(beyond), beyond, marker=">", markersize=6, color="black",
-                        linestyle="none", clip_on=False, label=rf"$\alpha_c > {alpha_max:g}$", zorder=5)
+            if beyond:  # inside the frame, at its right edge (x in axes fractions)
+                ax.plot([1 - _EDGE] * len(beyond), beyond, transform=ax.get_yaxis_transform(), marker=">",
+                        markersize=6, color="black", linestyle="none", label=rf"$\alpha_c > {alpha_max:g}$",
+                        zorder=5)
         if not pts:
             continue
         y = np.array([p[0] for p in pts])
@@ -552,19 +532,69 @@ def plot_phase_diagram(
                         marker="." if len(pts) == 1 else None, label=label, zorder=3)
 
     ax.set_xlim(alpha_min, alpha_max)
-    pad = 0.02 * max(omegas.max() - omegas.min(), 0.1)
+    pad = 0.04 * max(omegas.max() - omegas.min(), 0.1)  # room for the markers on the first and last omega
     ax.set_ylim(omegas.min() - pad, omegas.max() + pad)
-    _region_labels(ax, trs, alpha_min, alpha_max)
+    _region_labels(ax, trs, alpha_min, alpha_max, show_spinodals)
     ax.set_xlabel(ALPHA_LABEL)
     ax.set_ylabel(r"positional weight $\omega$")
     ax.set_title("phase diagram (global minimum)")
-    legend_below(fig, ax, ncols=2, order=("alpha_c (", "alpha_l", "attention", "switch", "alpha_c >"))
+    legend_below(fig, ax, ncols=2, order=("alpha_c (", "alpha_l (", "attention", "switch", "alpha_c >", "alpha_l >"))
     return style.save_figure(fig, out)
 
 
-def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: float) -> None:
+_EDGE = 0.012  # axes fraction between the right frame and the centre of a "beyond the range" marker
+
+
+def _beats_linear_edge(trs: Sequence[Any], alpha_max: float) -> tuple[np.ndarray, np.ndarray,
+                                                                       list[tuple[float, float, float]]]:
+    """The hatched region's left edge (omegas, alpha_l; NaN: no region there) and where alpha_l leaves the
+    range: (omega, alpha_l) of the last computed point and the next omega, whose alpha_l lies above alpha_max.
+    There the edge runs on to (alpha_max, next omega) -- the same straight line between computed omegas as
+    everywhere else -- instead of stopping flat at the last point."""
+    om = [float(t.omega) for t in trs]
+    al = [_get(t, "alpha_l") for t in trs]
+    above = [al[i] is None and never_beats_linear(t) for i, t in enumerate(trs)]
+    xs: list[float] = []
+    ys: list[float] = []
+    beyond: list[tuple[float, float, float]] = []
+    for i, (w, a) in enumerate(zip(om, al, strict=True)):
+        if a is not None:
+            xs.append(w)
+            ys.append(a)
+            continue
+        prev_found = i > 0 and al[i - 1] is not None
+        next_found = i + 1 < len(om) and al[i + 1] is not None
+        if above[i] and (prev_found or next_found):
+            if prev_found:
+                beyond.append((om[i - 1], float(al[i - 1]), w))  # type: ignore[arg-type]
+            if next_found:
+                beyond.append((om[i + 1], float(al[i + 1]), w))  # type: ignore[arg-type]
+            xs.append(w)
+            ys.append(alpha_max)  # zero width at the next omega
+        else:
+            xs.append(w)
+            ys.append(np.nan)
+    return np.array(xs), np.array(ys, dtype=float), beyond
+
+
+def never_beats_linear(tr: Any) -> bool:
+    """The transition's own global minimum is not below its linear baseline at the largest alpha it solved (so
+    alpha_l, if any, lies above the range); False when the record carries no curves to tell."""
+    curves = getattr(tr, "curves", None)
+    lin = getattr(tr, "test_error_linear", None)
+    if not curves or not finite(lin):
+        return False
+    from attnphase.theory.state_evolution.results import global_minimum_curve
+
+    gm = [p for p in global_minimum_curve(curves) if finite(getattr(p, "test_error", None))]
+    return bool(gm) and float(max(gm, key=lambda p: p.alpha).test_error) >= float(lin)
+
+
+def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: float,
+                   spinodals: bool = True) -> None:
     """Label the regions left ("positional") and right ("semantic") of the alpha_c(omega) curve, each at the
-    candidate point farthest from that curve and from the frame, so the labels never sit on a boundary."""
+    candidate point farthest from every drawn line (alpha_c, alpha_l, the spinodals) and from the frame, so the
+    labels never sit on a line."""
     pts = sorted((t.omega, _boundary(t)[0]) for t in trs if _boundary(t)[0] is not None)
     if not pts:
         return
@@ -581,6 +611,16 @@ def _region_labels(ax: Axes, trs: Sequence[Any], alpha_min: float, alpha_max: fl
     boundary = np.interp(ys, w, ac)  # alpha_c(omega), held constant beyond the computed omegas
     # distance (in axes fractions) to the curve, measured along alpha, and to the frame
     dist_curve = np.abs(xs - boundary) / span_x
+    names = ("alpha_l",) + (("alpha_sem_appears", "alpha_pos_vanishes") if spinodals else ())
+    for name in names:
+        line = sorted((float(t.omega), _get(t, name)) for t in trs if _get(t, name) is not None)
+        if not line:
+            continue
+        lw = np.array([p[0] for p in line])
+        la = np.array([p[1] for p in line])
+        inside = (ys >= lw.min() - 0.03 * span_y) & (ys <= lw.max() + 0.03 * span_y)
+        d_line = np.where(inside, np.abs(xs - np.interp(ys, lw, la)) / span_x, np.inf)
+        dist_curve = np.minimum(dist_curve, d_line)
     dist_frame = np.minimum.reduce([gx, 1 - gx, gy, 1 - gy])
     score = np.minimum(dist_curve, 2 * dist_frame)
     for text, mask in (("positional", xs < boundary), ("semantic", xs > boundary)):
@@ -659,13 +699,16 @@ def plot_finite_size(
             continue
         val = float(getattr(fp, quantity))
         st = branch_style(branch)
+        # the value in the label: two lines may lie within a line width (at alpha_l the semantic error is the
+        # baseline's)
         ax.axhline(val, color=st["color"], linestyle=st["linestyle"], linewidth=1.4,
-                   label=rf"theory $d\to\infty$, {branch}", zorder=3)
+                   label=rf"theory $d\to\infty$, {branch} ({val:.4g})", zorder=3)
         err = _err(fp, quantity)
         if err > 0:
             ax.axhspan(val - 2 * err, val + 2 * err, color=st["color"], alpha=0.15, linewidth=0, zorder=2)
     if test_error_linear is not None and quantity == "test_error" and finite(test_error_linear):
-        ax.axhline(test_error_linear, **LINEAR_STYLE, label="linear baseline", zorder=1)
+        ax.axhline(test_error_linear, **LINEAR_STYLE, label=f"linear baseline ({test_error_linear:.4g})",
+                   zorder=1)
     ax.set_xscale("log")
     ds = np.unique(df["d"].to_numpy(int))
     ax.set_xticks(ds)
@@ -674,5 +717,7 @@ def plot_finite_size(
     ax.set_xlabel("dimension $d$")
     ax.set_ylabel(quantity.replace("_", " ") if quantity == "test_error" else quantity)
     ax.set_title(_title(omega, rf"$\alpha = {alpha:g}$"))
-    legend(ax, loc="best")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo - 0.06 * (hi - lo), hi + 0.06 * (hi - lo))  # no line on the frame
+    legend_below(fig, ax, ncols=2)  # inside, it hid the largest d's error bars
     return style.save_figure(fig, out)

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from attnphase.errors import InputError
 from attnphase.plots import style
+from attnphase.plots.global_line import INTERPOLATED_NOTE, GlobalPath, global_path
 from attnphase.plots.style import finite
 
 __all__ = ["RANK_STYLE", "plot_rank_test_error", "simulation_points", "theory_series"]
@@ -67,12 +68,51 @@ def simulation_points(rows: Sequence[Mapping[str, Any]], rank: int,
     return np.array(alphas), np.array(mean), np.array(sem)
 
 
+def _global(rows: Sequence[Mapping[str, Any]], rank: int, alpha_c: float | None) -> GlobalPath | None:
+    """The drawn global minimum of one rank: along the branch the records chose (``of``) at each alpha, jumping at
+    the switch (alpha_c where given) instead of sloping between the grid points around it."""
+    glob = [r for r in rows if int(r["rank"]) == rank and r["branch"] == "global" and r.get("status", "ok") == "ok"
+            and finite(r.get("test_error"))]
+    if not glob:
+        return None
+    own = {}
+    for r in rows:
+        if int(r["rank"]) == rank and r["branch"] != "global" and r.get("status", "ok") == "ok" \
+                and finite(r.get("test_error")) and finite(r.get("train_loss")):
+            own.setdefault(str(r["branch"]), []).append(
+                (float(r["alpha"]), float(r["test_error"]), float(r["train_loss"])))
+    # rows without ``of`` (older records) cannot say where the branch changes: one run, drawn as given
+    along = [(str(r.get("of", "global")), float(r["alpha"]), float(r["test_error"])) for r in glob]
+    return global_path(along, own, alpha_c)
+
+
+def _critical(records: Mapping[str, Any], alpha_c: Mapping[int, float] | None) -> dict[int, float]:
+    """alpha_c per rank: the argument, else the records' own ``alpha_c`` mapping (rank -> value, keys may be
+    strings as JSON writes them)."""
+    given = alpha_c if alpha_c is not None else records.get("alpha_c") or {}
+    if not isinstance(given, Mapping):
+        raise InputError(f"alpha_c must map a rank to a value, got {type(given).__name__}")
+    out = {}
+    for k, v in given.items():
+        if not finite(v):
+            continue
+        try:
+            out[int(k)] = float(v)
+        except (TypeError, ValueError):
+            raise InputError(f"alpha_c: rank {k!r} is not an integer") from None
+    return out
+
+
 def plot_rank_test_error(records: Mapping[str, Sequence[Mapping[str, Any]]], out: str | Path,
                          omega: float | None = None, d: int | None = None,
-                         test_error_linear: float | None = None) -> list[Path]:
-    """Test error against alpha for each student rank in the records: the theory's global minimum (thick line),
-    each valid branch (thin, line style per branch) and the simulations (markers with one-standard-error bars).
+                         test_error_linear: float | None = None,
+                         alpha_c: Mapping[int, float] | None = None) -> list[Path]:
+    """Test error against alpha for each student rank in the records: the theory's global minimum (thick line,
+    a vertical jump where it changes branch: at ``alpha_c[rank]`` (or the records' ``alpha_c``) when given,
+    else at the interpolated train-loss crossing, which the legend then says), each valid branch (thin, line
+    style per branch) and the simulations (markers with one-standard-error bars).
     Writes OUT.png and OUT.pdf and returns both paths."""
+    critical = _critical(records, alpha_c)
     theory = list(records.get("theory", ()))
     sims = list(records.get("simulation", ()))
     ranks = sorted({int(r["rank"]) for r in theory} | {int(r["rank"]) for r in sims})
@@ -84,10 +124,11 @@ def plot_rank_test_error(records: Mapping[str, Sequence[Mapping[str, Any]]], out
     ax.set_axisbelow(True)
     for rank in ranks:
         rank_style = RANK_STYLE.get(rank, {"color": "0.3", "marker": "x", "label": f"rank {rank}"})
-        x, y = theory_series(theory, rank, "global")
-        if len(x):
-            ax.plot(x, y, color=rank_style["color"], linewidth=2.6, alpha=0.55, solid_capstyle="round",
-                    label=f"{rank_style['label']} theory (global minimum)", gid=f"global-r{rank}")
+        path = _global(theory, rank, critical.get(rank))
+        if path is not None and path.x:
+            note = f", {INTERPOLATED_NOTE}" if path.switches and path.interpolated else ""
+            ax.plot(path.x, path.y, color=rank_style["color"], linewidth=2.6, alpha=0.55, solid_capstyle="round",
+                    label=f"{rank_style['label']} theory (global minimum{note})", gid=f"global-r{rank}")
         for branch, ls in BRANCH_LINESTYLE.items():
             x, y = theory_series(theory, rank, branch)
             if len(x):
@@ -107,5 +148,5 @@ def plot_rank_test_error(records: Mapping[str, Sequence[Mapping[str, Any]]], out
     bits = [f"$\\omega = {omega:g}$" if omega is not None else "", f"$d = {d}$" if d is not None else ""]
     ax.set_title("rank-2 vs rank-1 student" + (" (" + ", ".join(b for b in bits if b) + ")" if any(bits) else ""))
     # Below the axes: inside, ten entries hide the simulation points.
-    fig.legend(loc="outside lower center", fontsize=7, frameon=False, ncols=3)
+    fig.legend(loc="outside lower center", fontsize=7, frameon=False, ncols=2)
     return style.save_figure(fig, out)

@@ -11,6 +11,7 @@ results; `transition_fields` is the one place that reads them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import time
@@ -151,6 +152,19 @@ def trajectories_from_rows(rows: Any, per_class: int = 3) -> tuple[list[dict[str
     return trajs, fps
 
 
+def lbfgs_warmup(rows: Any) -> int | None:
+    """The GD warm-up steps before L-BFGS, as stored with the rows' options, when all rows ran L-BFGS with the
+    same warm-up (the trajectory figure's x axis changes scale there); None otherwise."""
+    vals = set()
+    for opt, options in zip(rows["optimizer"], rows["options"], strict=True):
+        try:
+            w = json.loads(options).get("warmup") if isinstance(options, str) else None
+        except ValueError:
+            w = None
+        vals.add(int(w) if opt == "lbfgs" and isinstance(w, int) and w > 0 else None)
+    return vals.pop() if len(vals) == 1 else None
+
+
 def make_basins_figures(out_dir: Path, bp: QuickPlan, setting: Setting, store: Path,
                         fields: Sequence[Mapping[str, float | None]]) -> dict[str, list[Path]]:
     """The three basins figures from the store's rows of this plan; raises ValueError when there are none."""
@@ -176,7 +190,8 @@ def make_basins_figures(out_dir: Path, bp: QuickPlan, setting: Setting, store: P
                & np.isclose(rows["omega"].astype(float), bp.fraction_omega)]
     trajs, fps = trajectories_from_rows(sel)
     figs["basins_trajectories"] = plot_trajectories(
-        trajs, out_dir / FIGURES_BASINS["basins_trajectories"], fixed_points=fps,
+        trajs, out_dir / FIGURES_BASINS["basins_trajectories"], fixed_points=fps, sigma=setting.sigma,
+        warmup=lbfgs_warmup(sel),
         title=f"random starts, d = {bp.trajectory_d}, alpha = {bp.trajectory_alpha:g}, "
               f"omega = {bp.fraction_omega:g}")
     return figs
