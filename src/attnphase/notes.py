@@ -12,6 +12,7 @@ class NoteCode(StrEnum):
     prox_tolerance = "prox_tolerance"  # some proximal points ended above the gradient tolerance
     multistart = "multistart"  # the result is the best of several starts (which ran: FixedPoint.starts)
     legacy = "legacy"  # read from a record written before notes had codes
+    diverged = "diverged"  # online SGD: some seed's weights became non-finite (learning rate too large)
 
 
 @dataclass(frozen=True)
