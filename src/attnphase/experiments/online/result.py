@@ -46,7 +46,8 @@ class OnlineResult:
     test_error (S, n_points): mean of ||y - yhat||_F^2 / (2d) over each seed's held-out set (n_test samples);
     train_error (S, n_points): mean per-sample loss on the fresh samples of the interval before each time (the
     online training error; NaN at t = 0).  seconds: time per seed (the batch's time divided among its seeds,
-    0 for seeds read back from a store).  status "ok" or "diverged" (non-finite weights: a rate too large).
+    0 for seeds read back from a store).  status "ok" or "diverged" (weights non-finite or run away:
+    a rate too large; ``warnings`` names the seeds).
     """
 
     setting: Setting

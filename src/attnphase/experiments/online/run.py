@@ -31,6 +31,9 @@ DEFAULT_INIT_SCALE = 0.1  # the package's random start (simulate's init="random"
 DEFAULT_N_TEST = 1000
 _BLOCK = 64  # fresh samples drawn per call of the generators (does not change the numbers)
 USABLE_FRACTION = 0.5  # of the free memory a run may plan to use
+# A seed whose q (trace) passes this ran away: with a rate far too large the weights grow until the softmax
+# saturates and the gradient vanishes, so they rarely become non-finite (d = 20, lr 5000: q ~ 1e24 at t = 3).
+RUNAWAY_Q = 1e6
 
 
 def check_seeds(seeds: Any) -> tuple[int, ...]:
@@ -177,11 +180,12 @@ def run_online(setting: Setting, *, d: int, lr: float, init_scale: float = DEFAU
             st.close()
     stack = {k: np.stack([np.asarray(rows[s][k], dtype=float) for s in seeds])
              for k in ("q", "m", "theta", "test_error", "train_error", "seconds")}
-    bad = [s for i, s in enumerate(seeds) if not np.all(np.isfinite(stack["q"][i]))]
+    trace = np.trace(stack["q"], axis1=-2, axis2=-1)
+    bad = [s for i, s in enumerate(seeds) if not np.all(np.isfinite(trace[i]) & (trace[i] <= RUNAWAY_Q))]
     notes: list[Note] = []
     if bad:
-        notes.append(Note(NoteCode.diverged, f"online SGD diverged (non-finite weights) for seed(s) {bad} at lr "
-                                             f"{lr:g}: take a smaller learning rate"))
+        notes.append(Note(NoteCode.diverged, f"online SGD diverged (weights non-finite or tr q > {RUNAWAY_Q:g}) "
+                                             f"for seed(s) {bad} at lr {lr:g}: take a smaller learning rate"))
     return OnlineResult(setting=setting, d=d, lr=lr, init_scale=init_scale, t_max=t_max, seeds=seeds, t=t,
                         q=stack["q"], m=stack["m"], theta=stack["theta"], test_error=stack["test_error"],
                         train_error=stack["train_error"], seconds=stack["seconds"], n_test=n_test, device=str(dev),
