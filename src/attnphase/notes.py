@@ -8,11 +8,13 @@ from enum import StrEnum
 
 
 class NoteCode(StrEnum):
+    diverged = "diverged"  # online SGD: some seed's weights became non-finite or ran away (learning rate too large)
     at_resolution = "at_resolution"  # a solver accepted its best iterate at the map's resolution (graininess)
     prox_tolerance = "prox_tolerance"  # some proximal points ended above the gradient tolerance
     multistart = "multistart"  # the result is the best of several starts (which ran: FixedPoint.starts)
     legacy = "legacy"  # read from a record written before notes had codes
-    diverged = "diverged"  # online SGD: some seed's weights became non-finite (learning rate too large)
+    not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
+    integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
 
 
 @dataclass(frozen=True)
