@@ -16,16 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from attnphase.experiments.online.result import OnlineResult
+from attnphase.experiments.online.result import OnlineResult, summaries
 
 SUMMARIES = ("q", "m", "theta")
-
-
-def trajectory_summaries(q: np.ndarray, m: np.ndarray, theta: np.ndarray) -> dict[str, np.ndarray]:
-    """The theory's scalar summaries of overlaps with one leading time axis (n, c, c), (n, L, c), (n, c, r*)."""
-    return {"q": np.trace(q, axis1=-2, axis2=-1) / q.shape[-1],
-            "m": np.sqrt(np.sum(m ** 2, axis=(-2, -1)) / m.shape[-2]),
-            "theta": np.linalg.svd(theta, compute_uv=False).max(axis=-1)}
 
 
 def escape_times(setting: Any, t: np.ndarray, q: np.ndarray, m: np.ndarray, theta: np.ndarray,
@@ -107,8 +100,8 @@ def compare_with_ode(res: OnlineResult, rtol: float = 1e-6) -> Comparison:
     for name, get in (("q", lambda tr: tr.q), ("m", lambda tr: tr.m), ("theta", lambda tr: tr.theta)):
         ode_arr[name] = np.stack([_interp(res.t, tr.t, get(tr)) for tr in ode_runs])
     ode_te = np.stack([_interp(res.t, tr.t, tr.test_error) for tr in ode_runs])
-    sgd_s = trajectory_summaries(res.q, res.m, res.theta)
-    ode_s = trajectory_summaries(ode_arr["q"], ode_arr["m"], ode_arr["theta"])
+    sgd_s = summaries(res.q, res.m, res.theta)
+    ode_s = summaries(ode_arr["q"], ode_arr["m"], ode_arr["theta"])
     sgd_s["test_error"], ode_s["test_error"] = res.test_error, ode_te
     S = len(res.seeds)
     distance, sem = {}, {}

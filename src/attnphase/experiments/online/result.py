@@ -14,19 +14,14 @@ from attnphase.setting import Setting
 STATUSES = ("ok", "diverged")
 
 
-def summaries(q: np.ndarray, m: np.ndarray, theta: np.ndarray, study: bool) -> dict[str, np.ndarray]:
-    """Sign- and rotation-free summaries of overlaps with leading axes (..., c, c), (..., L, c), (..., c, r*).
-
-    r = r* = 1 (one field column): q, |m_1| (the study's m; ||m|| for other positional codes) and |theta|, each
-    with the leading shape (Q -> -Q is a symmetry).  More columns: the eigenvalues of q and the singular values
-    of m and theta, largest first, as a last axis (invariant under Q -> Q O).
-    """
-    if q.shape[-1] == 1 and theta.shape[-1] == 1:
-        mm = np.abs(m[..., 0, 0]) if study else np.linalg.norm(m[..., :, 0], axis=-1)
-        return {"q": q[..., 0, 0], "m": mm, "theta": np.abs(theta[..., 0, 0])}
-    return {"q": np.linalg.eigvalsh(q)[..., ::-1],
-            "m": np.linalg.svd(m, compute_uv=False),
-            "theta": np.linalg.svd(theta, compute_uv=False)}
+def summaries(q: np.ndarray, m: np.ndarray, theta: np.ndarray) -> dict[str, np.ndarray]:
+    """Scalar summaries of overlaps with any leading axes, (..., c, c), (..., L, c), (..., c, r*): those of
+    attnphase.theory.dynamics.Trajectory (q_scalar, m_abs, theta_abs): tr q / c, the root mean square over tokens
+    of |m_l| and the largest singular value of theta.  r = r* = 1 in the study's geometry: q, |m_1| = |m| and
+    |theta| of docs/model.md (sign-free: Q -> -Q is a symmetry)."""
+    return {"q": np.trace(q, axis1=-2, axis2=-1) / q.shape[-1],
+            "m": np.sqrt(np.sum(m ** 2, axis=(-2, -1)) / m.shape[-2]),
+            "theta": np.linalg.svd(theta, compute_uv=False).max(axis=-1)}
 
 
 def _list(v: Any) -> Any:
@@ -71,8 +66,8 @@ class OnlineResult:
 
     @property
     def summary(self) -> dict[str, np.ndarray]:
-        """Per seed and time: q, m, theta as in :func:`summaries` (r = r* = 1: q, |m|, |theta|, shape (S, n))."""
-        return summaries(self.q, self.m, self.theta, self.setting.is_study_geometry and not self.setting.untied)
+        """Per seed and time, shape (S, n): q, m, theta as in :func:`summaries` (study: q, |m|, |theta|)."""
+        return summaries(self.q, self.m, self.theta)
 
     def mean(self) -> dict[str, np.ndarray]:
         """The mean trajectory over seeds and its standard error (``<name>_sem``; NaN for one seed): t, q, m,

@@ -11,7 +11,6 @@ it is done; a rerun reads those seeds back and runs only the others.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -191,15 +190,3 @@ def run_online(setting: Setting, *, d: int, lr: float, init_scale: float = DEFAU
                         train_error=stack["train_error"], seconds=stack["seconds"], n_test=n_test, device=str(dev),
                         status="diverged" if bad else "ok", warnings=tuple(notes), reused=reused)
 
-
-def escape_time(t: np.ndarray, y: np.ndarray, level: float) -> float:
-    """First time y(t) reaches `level` (linear interpolation between recorded points); NaN if it never does."""
-    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
-    above = np.flatnonzero(y >= level)
-    if not above.size:
-        return math.nan
-    j = int(above[0])
-    if j == 0:
-        return float(t[0])
-    y0, y1 = y[j - 1], y[j]
-    return float(t[j - 1] + (level - y0) / (y1 - y0) * (t[j] - t[j - 1]))
