@@ -160,3 +160,55 @@ def test_bad_input_is_refused_before_work(kw) -> None:
     base = dict(d=20, lr=1.0, init_scale=0.1, t_max=1.0, seeds=[0], n_points=3)
     with pytest.raises((ValueError, TypeError)):
         run_online(Setting(), **{**base, **kw})
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "attnphase", "dynamics", *argv], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_json_has_the_fields_per_time_point(tmp_path) -> None:
+    out = _cli("--lr", "5", "--t-max", "2", "--n-points", "5", "--d", "40", "--seeds", "0:1", "--n-test", "20",
+               "--json", "--quiet", "--store", str(tmp_path / "s.sqlite"))
+    assert out.returncode == 0, out.stderr
+    recs = json.loads(out.stdout)
+    sources = [r["source"] for r in recs]
+    assert sources.count("ode") == 5 and sources.count("sgd") == 5 and sources.count("ode_seeds") == 5
+    for r in recs:
+        for k in ("t", "q", "m", "theta", "test_error"):
+            assert k in r
+    sgd = [r for r in recs if r["source"] == "sgd"]
+    assert [r["t"] for r in sgd] == pytest.approx([0.0, 0.5, 1.0, 1.5, 2.0])
+    # the SGD mean equals the library's numbers for the same seeds
+    res = run_online(Setting(omega=0.3), d=40, lr=5.0, init_scale=0.1, t_max=2.0, seeds=[0, 1], n_points=5,
+                     n_test=20)
+    assert [r["m"] for r in sgd] == pytest.approx(res.mean()["m"].tolist(), rel=1e-12)
+    # the ODE's start is the typical one: m = s / sqrt(d), q = sigma^2 s^2
+    ode0 = next(r for r in recs if r["source"] == "ode")
+    assert ode0["m"] == pytest.approx(0.1 / math.sqrt(40)) and ode0["q"] == pytest.approx(0.25 * 0.01)
+
+
+@pytest.mark.parametrize("argv", [["--lr", "0"], ["--lr", "nan"], ["--init-scale", "-1"], ["--t-max", "0"],
+                                  ["--d", "1"], ["--seeds", "1,1"], ["--seeds", "x"], ["--omega", "0.1,0.2"],
+                                  ["--omega", "2"], ["--lam", "-1"], ["--t-max", "1e9"], ["--student", "untied"],
+                                  ["--diagram", "--init-scales", "0,1"], ["--device", "tpu"]])
+def test_cli_bad_input_is_one_line_exit_2(argv) -> None:
+    out = _cli(*argv)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_reproduce_section_writes_figures_and_resumes(tmp_path) -> None:
+    from attnphase.reproduce.dynamics_section import DynamicsPlan, dynamics_section
+
+    plan = DynamicsPlan("tiny", d=30, seeds=(0, 1), lr=5.0, init_scales=(0.1,), t_max=2.0, n_points=5, n_test=10,
+                        diagram_omegas=(0.3,), diagram_t_max=2.0)
+    fields = [{"omega": 0.3, "alpha_c": 0.9}]
+    a = dynamics_section(tmp_path, tmp_path / "r.sqlite", plan=plan, fields=fields)
+    b = dynamics_section(tmp_path, tmp_path / "r.sqlite", plan=plan, fields=fields)
+    assert a.reused == 0 and b.reused == 2
+    assert a.comparisons[0]["dist_m"] == pytest.approx(b.comparisons[0]["dist_m"], rel=1e-12)
+    assert b.diagram[0]["alpha_c"] == 0.9
+    for paths in b.figures.values():
+        assert all(p.is_file() for p in paths)
+    assert "## Online SGD" in b.markdown()
