@@ -19,7 +19,7 @@ from scipy.integrate import solve_ivp
 from attnphase.errors import InputError, InputTypeError
 from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_int, check_number
-from attnphase.theory.dynamics.drift import Rule, averages, drift, integration_rule
+from attnphase.theory.dynamics.drift import GH_SCHEDULE, Rule, averages, drift, rule_for
 from attnphase.theory.dynamics.start import explicit_start, gram_factor, random_start
 from attnphase.theory.solvers.fixed_point import Inadmissible
 
@@ -173,13 +173,14 @@ def _check(setting: Any, lr: Any, t_max: Any, n_points: Any, method: Any, rtol: 
 
 def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, init: Any = None, t_max: float,
               d: int | None = None, n_points: int = 200, seed: int = 0, method: str = "RK45",
-              rtol: float = 1e-6, rule: Rule | None = None) -> Trajectory:
+              rtol: float = 1e-6, rule: Rule | None = None, lr2_term: bool = True) -> Trajectory:
     """The d -> infinity trajectory of online SGD (time t = samples / d) at learning rate lr.
 
     Start: either the typical random start of Q with iid N(0, init_scale^2) entries at dimension d (overlaps of
     order init_scale / sqrt(d), drawn with `seed`; requires d), or explicit overlaps `init` (a mapping or object with
     q, m, theta).  n_points time points, evenly spaced on [0, t_max].  rule: the integration points of the Gaussian
-    averages (default drift.integration_rule(setting)).
+    averages (default: drift.rule_for, whose Gauss-Hermite order grows with q).  lr2_term=False drops the lr^2
+    term of dq/dt: gradient flow on the population risk plus weight decay, in the time lr t (the small-lr limit).
     """
     lr, t_max, n_points, rtol = _check(setting, lr, t_max, n_points, method, rtol)
     if (init is None) == (init_scale is None):
@@ -192,8 +193,9 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
     else:
         q0, m0, th0 = explicit_start(setting, init)
         start = {"kind": "explicit"}
-    start.update({"q": q0.tolist(), "m": m0.tolist(), "theta": th0.tolist()})
-    rule = integration_rule(setting) if rule is None else rule
+    start.update({"q": q0.tolist(), "m": m0.tolist(), "theta": th0.tolist(), "lr2_term": bool(lr2_term)})
+    fixed_rule = rule
+    used: set[str] = set()
     L, r, rs = setting.L, setting.r, setting.r_star
     qmax = Q_MAX * setting.sigma**2
     problem: list[str] = []
@@ -201,8 +203,10 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
         q, m, th = _unpack(y, L, r, rs)
         try:
-            dq, dm, dth = drift(setting, q, m, th, rule).full(lr)
-        except Inadmissible as exc:
+            rl = rule_for(setting, q) if fixed_rule is None else fixed_rule
+            used.add(rl.name)
+            dq, dm, dth = drift(setting, q, m, th, rl).full(lr, lr2_term)
+        except (Inadmissible, np.linalg.LinAlgError) as exc:
             problem.append(str(exc))
             return np.full_like(y, np.nan)
         return _pack(dq, dm, dth)
@@ -220,9 +224,10 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
                     events=runaway)
     seconds = time.perf_counter() - t0
     warnings: list[Note] = []
-    if problem:
+    # A trial step outside the realisable set returns NaN and the solver shortens it: only a failed solve is a failure.
+    if sol.status == -1 and problem:
         status = DynamicsStatus.inadmissible
-        warnings.append(Note(NoteCode.integration, f"stopped at t = {sol.t[-1] if sol.t.size else 0:g}: {problem[0]}"))
+        warnings.append(Note(NoteCode.integration, f"stopped at t = {sol.t[-1] if sol.t.size else 0:g}: {problem[-1]}"))
     elif sol.status == 1:
         status = DynamicsStatus.diverged
         warnings.append(Note(NoteCode.integration, f"q ran past {Q_MAX:g} sigma^2 at t = {sol.t_events[0][0]:g}"))
@@ -239,8 +244,13 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
         ts = sol.t
     qs, ms, ths = zip(*(_unpack(y, L, r, rs) for y in ys), strict=True)
     q_arr, m_arr, th_arr = np.array(qs), np.array(ms), np.array(ths)
-    te = np.array([averages(setting, q, m, th, rule).test_error for q, m, th in zip(qs, ms, ths, strict=True)])
+    te = np.array([averages(setting, q, m, th, rule_for(setting, q) if fixed_rule is None else fixed_rule).test_error
+                   for q, m, th in zip(qs, ms, ths, strict=True)])
     tr = te + setting.lam * np.trace(q_arr, axis1=1, axis2=2) / (2.0 * setting.sigma**2)
+    top = GH_SCHEDULE[-1][0] * setting.sigma**2
+    if fixed_rule is None and setting.L * (r + rs) <= 4 and np.max(np.trace(q_arr, axis1=1, axis2=2) / r) > top:
+        warnings.append(Note(NoteCode.integration, f"q exceeded {top:g} (q / sigma^2 = {GH_SCHEDULE[-1][0]:g}): "
+                             "there the Gaussian averages are accurate to ~1e-2 only"))
     if status == DynamicsStatus.ok and len(ts) >= 10:
         k = max(1, len(ts) // 10)
         y_end, y_prev = ys[-1], ys[-1 - k]
@@ -249,5 +259,6 @@ def integrate(setting: Setting, *, lr: float, init_scale: float | None = None, i
             warnings.append(Note(NoteCode.not_stationary,
                                  f"the overlaps still moved by {move:.2g} (relative) over the last 10% of t_max"))
     return Trajectory(setting=setting, lr=lr, t=ts, q=q_arr, m=m_arr, theta=th_arr, test_error=te, train_error=tr,
-                      status=status, warnings=tuple(warnings), start=start, rule=rule.name, nfev=int(sol.nfev),
+                      status=status, warnings=tuple(warnings), start=start, rule=", ".join(sorted(used)),
+                      nfev=int(sol.nfev),
                       seconds=seconds)
