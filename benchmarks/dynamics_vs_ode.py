@@ -7,8 +7,8 @@ Each seed: Q_ij iid N(0, s^2), one fresh sample per step at learning rate lr, ov
 up to t_max; the ODE is integrated from that seed's own measured start (attnphase.experiments.online.compare).
 Printed per d: the largest gap over t between the seeds' mean and the ODEs' mean for q, |m|, |theta| and the test
 error (with the SGD mean's standard error at that time), the median escape times (positional / teacher fraction
-of tr q past 5%) of SGD and of the ODE, the mechanisms at t_max, and the time per seed.  Then the fitted rates:
-distance ~ d^slope and escape time = a + b log d (SGD and ODE).
+of tr q past 5%) of SGD, of the ODE and of the ODE linearised at the typical start, the mechanisms at t_max, and
+the time per seed.  Then the fitted rates: distance ~ d^slope and escape time = a + b log d.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from attnphase.experiments.online import run_online
     from attnphase.experiments.online.compare import compare_with_ode
     from attnphase.setting import Setting
+    from attnphase.theory.dynamics.linear import escape_times as linear_escape
 
     torch.set_num_threads(1)
     setting = Setting(omega=args.omega, lam=args.lam)
@@ -58,10 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         row["sec_per_seed"] = float(res.seconds.mean()) if res.reused < len(res.seeds) else None
         row["wall"] = wall
         row["ode_sec"] = c.ode_seconds / len(res.seeds)
+        lin = linear_escape(setting, args.lr, args.init_scale, d)
+        row["escape_m_linear"], row["escape_theta_linear"] = lin.t_m, lin.t_theta
         rows.append(row)
         print(f"d = {d}: {wall:.1f} s ({res.reused} seeds read back), status {res.status}", file=sys.stderr)
     cols = ["d", "seeds", "dist_q", "dist_m", "sem_m", "dist_theta", "dist_test_error", "escape_m_sgd",
-            "escape_m_ode", "escape_theta_sgd", "escape_theta_ode", "mechanisms_sgd", "mechanisms_ode",
+            "escape_m_ode", "escape_m_linear", "escape_theta_sgd", "escape_theta_ode", "mechanisms_sgd", "mechanisms_ode",
             "sec_per_seed", "ode_sec"]
     print(f"omega {args.omega:g}, lambda {args.lam:g}, lr {args.lr:g}, init scale {args.init_scale:g}, "
           f"t_max {args.t_max:g}, {args.n_points} points, n_test {args.n_test}")
@@ -73,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             if np.all(y > 0):
                 slope = np.polyfit(np.log(ds), np.log(y), 1)[0]
                 print(f"distance {k}: ~ d^{slope:.2f}")
-        for who in ("sgd", "ode"):
+        for who in ("sgd", "ode", "linear"):
             e = np.array([r[f"escape_m_{who}"] for r in rows])
             if np.all(np.isfinite(e)):
                 b, a = np.polyfit(np.log(ds), e, 1)
