@@ -215,3 +215,18 @@ def test_reproduce_section_writes_figures_and_resumes(tmp_path) -> None:
     for paths in b.figures.values():
         assert all(p.is_file() for p in paths)
     assert "## Online SGD" in b.markdown()
+
+
+@pytest.mark.slow
+def test_mean_trajectory_follows_the_ode() -> None:
+    """d = 500, 8 seeds (benchmarks/dynamics_vs_ode.py's first row): the seeds' mean stays within a few standard
+    errors of the mean of the ODEs started from each seed's own overlaps, and the mechanisms and escape agree."""
+    from attnphase.experiments.online.compare import compare_with_ode
+
+    res = run_online(Setting(omega=0.3), d=500, lr=5.0, init_scale=0.1, t_max=30.0, seeds=range(8), n_points=61,
+                     n_test=200)
+    c = compare_with_ode(res)
+    assert c.mechanisms_sgd == c.mechanisms_ode == ("positional",) * 8
+    assert c.distance["m"] < DIST_M_500 and c.distance["q"] < DIST_Q_500
+    med_sgd, med_ode = np.median(c.escape_sgd["m"]), np.median(c.escape_ode["m"])
+    assert abs(med_sgd - med_ode) < 0.25 * med_ode

@@ -83,7 +83,6 @@ class OnlineSGD:
         self.Wt = torch.stack([s.W0.T for s in seeds]).to(dev).contiguous()
         self.Q_star = torch.stack([s.Q_star for s in seeds]).to(dev)
         self.p = positional_encodings(self.d, setting.L, torch.float64, dev, gram=setting.gram)
-        self.A = torch.tensor(setting.A_array.tolist(), dtype=torch.float64, device=dev)
         self.block = max(1, int(block))
         self.decay = 1.0 - self.lr * setting.lam / self.d
         self.test_z = torch.stack([s.test_x for s in seeds]).to(dev) + self.p
