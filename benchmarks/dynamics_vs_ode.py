@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--t-max", type=float, default=30.0)
     ap.add_argument("--n-points", type=int, default=61)
     ap.add_argument("--n-test", type=int, default=200)
+    ap.add_argument("--tilt-m", type=float, default=0.0, help="informed start: m_1 + this (no escape phase)")
+    ap.add_argument("--tilt-theta", type=float, default=0.0, help="informed start: theta + sigma^2 this")
     args = ap.parse_args(argv)
     import torch
 
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         res = run_online(setting, d=d, lr=args.lr, init_scale=args.init_scale, t_max=args.t_max,
                          seeds=range(args.seeds), n_points=args.n_points, n_test=args.n_test, store=args.store,
-                         progress=True)
+                         progress=True, tilt=(args.tilt_m, args.tilt_theta))
         wall = time.perf_counter() - t0
         c = compare_with_ode(res)
         comps.append(c)
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             "escape_m_ode", "escape_m_linear", "escape_theta_sgd", "escape_theta_ode", "mechanisms_sgd", "mechanisms_ode",
             "sec_per_seed", "ode_sec"]
     print(f"omega {args.omega:g}, lambda {args.lam:g}, lr {args.lr:g}, init scale {args.init_scale:g}, "
-          f"t_max {args.t_max:g}, {args.n_points} points, n_test {args.n_test}")
+          f"t_max {args.t_max:g}, {args.n_points} points, n_test {args.n_test}, tilt ({args.tilt_m:g}, "
+          f"{args.tilt_theta:g})")
     print(format_table(rows, cols))
     ds = np.array([r["d"] for r in rows], dtype=float)
     if len(ds) >= 2:

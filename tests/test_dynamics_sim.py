@@ -219,14 +219,25 @@ def test_reproduce_section_writes_figures_and_resumes(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_mean_trajectory_follows_the_ode() -> None:
-    """d = 500, 8 seeds (benchmarks/dynamics_vs_ode.py's first row): the seeds' mean stays within a few standard
-    errors of the mean of the ODEs started from each seed's own overlaps, and the mechanisms and escape agree."""
+    """d = 500, 8 seeds (benchmarks/dynamics_vs_ode.py's first row): the seeds' mean stays within 3 standard errors
+    of the mean of the ODEs started from each seed's own overlaps (measured: 1.1 for |m|), the mechanisms agree and
+    the median escape times are within 10% (measured 6.98 and 6.86)."""
     from attnphase.experiments.online.compare import compare_with_ode
 
     res = run_online(Setting(omega=0.3), d=500, lr=5.0, init_scale=0.1, t_max=30.0, seeds=range(8), n_points=61,
                      n_test=200)
     c = compare_with_ode(res)
     assert c.mechanisms_sgd == c.mechanisms_ode == ("positional",) * 8
-    assert c.distance["m"] < DIST_M_500 and c.distance["q"] < DIST_Q_500
+    for k in ("q", "m", "theta"):
+        assert c.distance[k] < 3 * c.sem[k], k
     med_sgd, med_ode = np.median(c.escape_sgd["m"]), np.median(c.escape_ode["m"])
-    assert abs(med_sgd - med_ode) < 0.25 * med_ode
+    assert abs(med_sgd - med_ode) < 0.1 * med_ode
+
+
+def test_an_informed_start_adds_the_tilt_to_the_overlaps() -> None:
+    st, d = Setting(omega=0.3), 50
+    base, tilted = draw_seed(st, d, 4, 0.3, 1, 1), draw_seed(st, d, 4, 0.3, 1, 1, tilt=(0.05, 0.2))
+    dW = (tilted.W0 - base.W0).numpy()[:, 0]
+    Qs = base.Q_star.numpy()[:, 0]
+    assert dW.sum() / d == pytest.approx(0.05 + 0.2 * Qs.sum() / d, rel=1e-12)  # m_1 = 1^T Q / d
+    assert np.allclose(dW, 0.05 + 0.2 * Qs, atol=1e-14)

@@ -88,12 +88,14 @@ def _check_memory(setting: Setting, d: int, n_seeds: int, n_test: int) -> None:
 
 
 def store_key(setting: Setting, d: int, lr: float, init_scale: float, t_max: float, n_points: int, n_test: int,
-              seed: int) -> Any:
+              seed: int, tilt: tuple[float, float] = (0.0, 0.0)) -> Any:
     from attnphase.experiments.store import TheoryKey
 
+    params = {"d": d, "lr": lr, "init_scale": init_scale, "t_max": t_max, "n_points": n_points, "n_test": n_test}
+    if any(tilt):  # only then: the keys of plain random starts stay what they were
+        params["tilt"] = list(tilt)
     return TheoryKey(KIND, {**setting.to_dict(), "student": setting.student}, precision="float64", seed=seed,
-                     params={"d": d, "lr": lr, "init_scale": init_scale, "t_max": t_max, "n_points": n_points,
-                             "n_test": n_test})
+                     params=params)
 
 
 def time_grid(t_max: float, n_points: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -103,13 +105,13 @@ def time_grid(t_max: float, n_points: int, d: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _run_batch(setting: Setting, d: int, lr: float, init_scale: float, steps: np.ndarray, seeds: tuple[int, ...],
-               n_test: int, device: Any, bar: Any) -> dict[str, np.ndarray]:
+               n_test: int, device: Any, bar: Any, tilt: tuple[float, float]) -> dict[str, np.ndarray]:
     import torch
 
     from attnphase.experiments.online.sgd import OnlineSGD, draw_seed
 
     cols = setting.field_rank
-    probs = [draw_seed(setting, d, s, init_scale, n_test, cols) for s in seeds]
+    probs = [draw_seed(setting, d, s, init_scale, n_test, cols, tilt) for s in seeds]
     sgd = OnlineSGD(setting, d, probs, lr, untied=setting.untied, device=device, block=_BLOCK)
     n, S = len(steps), len(seeds)
     out = {"q": np.empty((S, n, cols, cols)), "m": np.empty((S, n, setting.L, cols)),
@@ -131,17 +133,21 @@ def _run_batch(setting: Setting, d: int, lr: float, init_scale: float, steps: np
 
 def run_online(setting: Setting, *, d: int, lr: float, init_scale: float = DEFAULT_INIT_SCALE, t_max: float,
                seeds: Any = (0,), n_points: int = 200, n_test: int = DEFAULT_N_TEST, device: str | None = "auto",
-               store: str | None = None, batch: int | None = None, progress: bool = False) -> OnlineResult:
+               store: str | None = None, batch: int | None = None, progress: bool = False,
+               tilt: tuple[float, float] = (0.0, 0.0)) -> OnlineResult:
     """Online SGD (one fresh sample per step) from Q_ij iid N(0, init_scale^2), for each seed, to time t_max.
 
     Every seed has its own teacher, start, sample stream and held-out test set (n_test samples);
     ``batch`` seeds (default: all) advance together as one tensor.  The student is ``setting.student``.
     device: "auto" (CUDA when present), "cpu" or "cuda".  store: a results store to resume from and write to.
+    tilt = (a, b): an informed start, the random one plus a along the positional direction and b Q* in the first
+    column (m_1 + a, theta + sigma^2 b in the study; :func:`attnphase.experiments.online.sgd.draw_seed`).
     """
     from attnphase.experiments.simulation.sampling import resolve_device
 
     d, lr, init_scale, t_max, n_points, n_test = check_run(setting, d, lr, init_scale, t_max, n_points, n_test)
     seeds = check_seeds(seeds)
+    tilt = (check_number("tilt", tilt[0]), check_number("tilt", tilt[1]))
     batch = len(seeds) if batch is None else check_int("batch", batch, 1)
     dev = resolve_device(None if device in (None, "auto") else device)
     _check_memory(setting, d, min(batch, len(seeds)), n_test)
@@ -153,7 +159,7 @@ def run_online(setting: Setting, *, d: int, lr: float, init_scale: float = DEFAU
 
         st = ResultStore(store)
         for s in seeds:
-            v = st.get_theory(store_key(setting, d, lr, init_scale, t_max, n_points, n_test, s))
+            v = st.get_theory(store_key(setting, d, lr, init_scale, t_max, n_points, n_test, s, tilt))
             if v is not None:
                 rows[s] = {k: np.array(v[k], dtype=float) for k in
                            ("q", "m", "theta", "test_error", "train_error")}
@@ -167,11 +173,11 @@ def run_online(setting: Setting, *, d: int, lr: float, init_scale: float = DEFAU
                           unit="step") as bar:
             for i in range(0, len(todo), batch):
                 part = tuple(todo[i:i + batch])
-                out = _run_batch(setting, d, lr, init_scale, steps, part, n_test, dev, bar)
+                out = _run_batch(setting, d, lr, init_scale, steps, part, n_test, dev, bar, tilt)
                 for k, s in enumerate(part):
                     rows[s] = {name: arr[k] for name, arr in out.items()}
                     if st is not None:
-                        st.put_theory(store_key(setting, d, lr, init_scale, t_max, n_points, n_test, s),
+                        st.put_theory(store_key(setting, d, lr, init_scale, t_max, n_points, n_test, s, tilt),
                                       {name: np.where(np.isfinite(a), a, np.nan).tolist()
                                        for name, a in rows[s].items()} | {"device": str(dev)})
     finally:

@@ -51,14 +51,19 @@ class SeedProblem:
 
 
 def draw_seed(setting: Setting, d: int, seed: int, init_scale: float, n_test: int, cols: int,
-              init: np.ndarray | None = None) -> SeedProblem:
-    """Teacher, start (iid N(0, init_scale^2), or `init` (d, cols)) and test set of one seed, float64 on the CPU."""
+              tilt: tuple[float, float] = (0.0, 0.0)) -> SeedProblem:
+    """Teacher, start and test set of one seed, float64 on the CPU.  The start: iid N(0, init_scale^2) entries, plus
+    in its first column tilt[0] sqrt(d) e_1 (e_1 the first unit vector of the positional span: m_1 grows by
+    tilt[0] (p_1 . e_1); study: every entry + tilt[0]) and tilt[1] Q*[:, 0] (theta_11 grows by ~ sigma^2 tilt[1])."""
+    from attnphase.experiments.simulation.sampling import position_basis
+
     g = generators(int(seed))
     Q_star = torch.randn((d, setting.r_star), generator=g["teacher"], dtype=torch.float64)
-    if init is None:
-        W0 = init_scale * torch.randn((d, cols), generator=g["init"], dtype=torch.float64)
-    else:
-        W0 = torch.as_tensor(np.array(init, dtype=np.float64).reshape(d, cols))
+    W0 = init_scale * torch.randn((d, cols), generator=g["init"], dtype=torch.float64)
+    if tilt[0]:
+        W0[:, 0] += tilt[0] * math.sqrt(d) * position_basis(d, 1)[0]
+    if tilt[1]:
+        W0[:, 0] += tilt[1] * Q_star[:, 0]
     x = setting.sigma * torch.randn((n_test, setting.L, d), generator=g["test"], dtype=torch.float64)
     return SeedProblem(int(seed), Q_star, W0, x, teacher_attention(setting, x, Q_star))
 
