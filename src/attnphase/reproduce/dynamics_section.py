@@ -2,7 +2,7 @@
 phase diagram beside the static alpha_c.
 
 ``dynamics_section(out_dir, store, quick, fields)`` runs (or reads back from the store) the simulations, integrates
-the ODEs, writes two figures and returns the numbers and a markdown block.  Quick plan (measured about 40 s on one
+the ODEs, writes two figures and returns the numbers and a markdown block.  Quick plan (measured 54 s on one
 shared core): d = 200, 4 seeds, t_max 20 at lr 5, and a 3 x 2 diagram; the full plan: d = 1000, 8 seeds, t_max 40
 and a 5 x 3 diagram.
 """
