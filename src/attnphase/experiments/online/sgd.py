@@ -107,8 +107,11 @@ class OnlineSGD:
         return len(self.seeds)
 
     def _draw(self, k: int) -> torch.Tensor:
-        sig = self.setting.sigma
-        x = np.stack([sig * rng.standard_normal((k, self.setting.L, self.d)) for rng in self.rngs])
+        # drawn in place into one array (an np.stack of per-seed draws was a sixth of a step's time at d = 4000)
+        x = np.empty((self.n_seeds, k, self.setting.L, self.d))
+        for i, rng in enumerate(self.rngs):
+            rng.standard_normal(out=x[i])
+        x *= self.setting.sigma
         return torch.from_numpy(x).to(self.device)  # (S, k, L, d)
 
     def _scores(self, hg: torch.Tensor) -> torch.Tensor:
