@@ -11,7 +11,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting
 from attnphase.theory.dynamics import drift, integrate, integration_rule, random_start
 from attnphase.theory.dynamics.drift import averages
-from attnphase.theory.dynamics.linear import crossing_omega, escape_times, growth_rates, small_q_limit
+from attnphase.theory.dynamics.linear import agnostic_q, crossing_omega, escape_times, growth_rates, small_q_limit
 from attnphase.theory.dynamics.local import loss_grad_hessdiag
 from attnphase.theory.dynamics.stationary import minimise
 from attnphase.theory.model.attention import attention_loss_grad
@@ -286,3 +286,66 @@ def test_trajectory_as_dict_is_json_ready():
     d = json.loads(json.dumps(tr.as_dict()))
     assert d["status"] == "ok" and len(d["t"]) == 4 and np.array(d["m"]).shape == (4, 2, 1)
     assert d["train_error"][0] == pytest.approx(d["test_error"][0] + STUDY.lam * 0.05 / (2 * STUDY.sigma**2))
+
+
+def test_agnostic_norm_settles_where_the_full_ode_puts_it():
+    # lambda = 0: the uninformed norm settles at q* > 0; the ODE on m = theta = 0 (exactly invariant) goes there.
+    st = STUDY.replace(lam=0.0)
+    qs = agnostic_q(st, 1.0)
+    assert 0.01 < qs < 0.5
+    tr = integrate(st, lr=1.0, init={"q": 0.01, "m": 0.0, "theta": 0.0}, t_max=3000, n_points=3)
+    assert tr.q[-1, 0, 0] == pytest.approx(qs, rel=1e-3)
+    assert agnostic_q(STUDY, 1.0) == 0.0  # lambda = 0.01: the norm decays from every small start
+
+
+@pytest.mark.parametrize("shape", [dict(L=3, r=1, r_star=1), dict(L=2, r=2, r_star=1),
+                                   dict(L=2, r=1, r_star=2, positions="orthogonal")])
+def test_general_shapes_drift_is_the_chain_rule_gradient_of_the_population_risk(shape):
+    # General L, r, r*, G (the array path): the drift (Stein forms, Hessian blocks, rho) is minus the chain-rule
+    # gradient of the population risk, differentiated by finite differences.  A 6-d Gauss-Hermite rule keeps
+    # Stein's identities close (a QMC rule holds them only to its own error, ~1e-3): the theta and q drifts agree to
+    # <= 1e-5 of their largest entry; the m drift (its sigma^2 m Hsum term) to the rule's error (measured 8e-3,
+    # 7e-4, 1.7e-4 at 5, 7, 9 nodes).
+    from attnphase.theory.dynamics.drift import Rule
+    from attnphase.theory.dynamics.start import gram_factor
+    from attnphase.theory.model.quadrature import gauss_hermite_grid
+
+    st = Setting(**shape)
+    r, rs = st.r, st.r_star
+    rng = np.random.default_rng(2)
+    z, w = gauss_hermite_grid(6, st.L * (r + rs))
+    rule = Rule(z, w, "gauss-hermite 6^6")
+
+    C = gram_factor(st.gram)
+    m = C @ (0.3 * rng.standard_normal((C.shape[1], r)))
+    theta = 0.05 * rng.standard_normal((r, rs))
+    a = np.linalg.pinv(C) @ m
+    q = 0.2 * np.eye(r) + 0.02 * (np.ones((r, r)) - np.eye(r)) + st.sigma**2 * a.T @ a
+    s2, lam = st.sigma**2, st.lam
+
+    def eps(q, m, th):
+        return averages(st, q, m, th, rule).test_error
+
+    h = 1e-6
+
+    def grad(fun, x):
+        g = np.zeros_like(x)
+        for idx in np.ndindex(x.shape):
+            xp, xm = x.copy(), x.copy()
+            xp[idx] += h
+            xm[idx] -= h
+            g[idx] = (fun(xp) - fun(xm)) / (2 * h)
+        return g
+
+    Eq = grad(lambda x: eps(x, m, theta), q)
+    Em = grad(lambda x: eps(q, x, theta), m)
+    Et = grad(lambda x: eps(q, m, x), theta)
+    Eq = 0.5 * (Eq + Eq.T)
+    D = drift(st, q, m, theta, rule)
+    dm = -(st.gram @ Em + 2 * s2 * m @ Eq + lam * m)
+    assert np.abs(D.dm1 - dm).max() < 5e-3 * np.abs(dm).max()
+    dth = -(2 * s2 * Eq @ theta + s2 * s2 * Et + lam * theta)
+    assert np.abs(D.dtheta1 - dth).max() < 1e-4 * np.abs(dth).max()
+    C1 = Em.T @ m + 2 * Eq @ q + Et @ theta.T
+    dq = -(s2 * (C1 + C1.T) + 2 * lam * q)
+    assert np.abs(D.dq1 - dq).max() < 1e-4 * np.abs(dq).max()

@@ -29,6 +29,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
+from scipy.special import digamma, polygamma
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_int, check_number
@@ -161,11 +162,30 @@ def crossing_omega(setting: Setting, q0: float) -> float:
     return float(brentq(gap, 0.0, 1.0, xtol=1e-10))
 
 
+def agnostic_q(setting: Setting, lr: float, q_max: float = 50.0) -> float:
+    """Where the uninformed norm settles: the q0 > 0 with d log q / dt = 0 on the agnostic manifold (stable:
+    the rate changes sign from + to -), or 0.0 where the norm decays from every small q0 (weight decay wins); the
+    largest q0 scanned is q_max (NaN if the rate is still positive there)."""
+    qs = np.geomspace(1e-6, q_max, 40)
+    rates = [growth_rates(setting, lr, float(q)).q_log for q in qs]
+    if rates[0] < 0:
+        return 0.0
+    for i in range(1, len(qs)):
+        if rates[i] < 0:
+            return float(brentq(lambda q: growth_rates(setting, lr, q).q_log, qs[i - 1], qs[i], xtol=1e-12))
+    return float("nan")
+
+
 @dataclass(frozen=True)
 class EscapeTimes:
     """Linearised escape times from the typical random start: the first t at which the fraction of q carried by m
-    (t_m) or theta (t_theta) reaches `threshold`, from its typical start rank(G) / d and r* / d, with q following the
-    agnostic manifold.  NaN: not reached by t_max.  q_end: q / r on the agnostic manifold at the earlier time."""
+    (t_m) or theta (t_theta) reaches `threshold`, with q following the agnostic manifold.
+
+    The fractions start at f_m(0) = chi^2_{k r} / (d r) and f_theta(0) = chi^2_{r r*} / (d r) (k = rank G): the times
+    are those from exp E[log f(0)] (the geometric mean over random starts), and t_m_spread, t_theta_spread the
+    standard deviation over starts to first order, sd(log f(0)) / (the fraction's rate at the escape).  For the
+    study (k = r = r* = 1) sd(log chi^2_1) = 2.22: escape times from single starts scatter widely.
+    NaN: not reached by t_max.  q_end: q / r on the agnostic manifold at the earlier of the two times."""
 
     d: int
     init_scale: float
@@ -174,6 +194,8 @@ class EscapeTimes:
     t_m: float
     t_theta: float
     q_end: float
+    t_m_spread: float = float("nan")
+    t_theta_spread: float = float("nan")
 
     @property
     def first(self) -> str:
@@ -186,7 +208,13 @@ class EscapeTimes:
 
     def as_dict(self) -> dict:
         return {"d": self.d, "init_scale": self.init_scale, "lr": self.lr, "threshold": self.threshold,
-                "t_m": self.t_m, "t_theta": self.t_theta, "q_end": self.q_end, "first": self.first}
+                "t_m": self.t_m, "t_theta": self.t_theta, "t_m_spread": self.t_m_spread,
+                "t_theta_spread": self.t_theta_spread, "q_end": self.q_end, "first": self.first}
+
+
+def _log_chi2_mean_sd(k: int) -> tuple[float, float]:
+    """E and sd of log(chi^2_k / k)."""
+    return float(digamma(k / 2.0) + np.log(2.0 / k)), float(np.sqrt(polygamma(1, k / 2.0)))
 
 
 def escape_times(setting: Setting, lr: float, init_scale: float, d: int, *, threshold: float = 0.05,
@@ -200,8 +228,10 @@ def escape_times(setting: Setting, lr: float, init_scale: float, d: int, *, thre
     if not 0 < threshold < 1:
         raise InputError(f"threshold must lie in (0, 1), got {threshold:g}")
     lr = check_number("lr", lr)
-    k = gram_factor(setting.gram).shape[1]
-    targets = (np.log(threshold * d / k), np.log(threshold * d / setting.r_star))
+    k, r, rs = gram_factor(setting.gram).shape[1], setting.r, setting.r_star
+    (mm, sm), (mt, st) = _log_chi2_mean_sd(k * r), _log_chi2_mean_sd(r * rs)
+    # log f(0) = log(k / d) + log(chi^2_{kr} / (kr)) for m, log(r* / d) + log(chi^2_{r r*} / (r r*)) for theta
+    targets = (np.log(threshold * d / k) - mm, np.log(threshold * d / rs) - mt)
     q0 = setting.sigma**2 * init_scale**2
 
     def rhs(_t: float, y: np.ndarray) -> np.ndarray:
@@ -221,8 +251,21 @@ def escape_times(setting: Setting, lr: float, init_scale: float, d: int, *, thre
     both.terminal = True  # type: ignore[attr-defined]
     sol = solve_ivp(rhs, (0.0, t_max), np.array([np.log(q0), 0.0, 0.0]), rtol=1e-6, atol=1e-9,
                     events=[reach(1), reach(2), both])
-    t_m = float(sol.t_events[0][0]) if len(sol.t_events[0]) else float("nan")
-    t_th = float(sol.t_events[1][0]) if len(sol.t_events[1]) else float("nan")
-    first = np.nanmin([t_m, t_th]) if not (np.isnan(t_m) and np.isnan(t_th)) else sol.t[-1]
-    qe = float(np.exp(sol.sol(first)[0])) if sol.sol is not None else float(np.exp(np.interp(first, sol.t, sol.y[0])))
-    return EscapeTimes(d=d, init_scale=init_scale, lr=lr, threshold=threshold, t_m=t_m, t_theta=t_th, q_end=qe)
+    times, spreads = [], []
+    for i, sd in ((0, sm), (1, st)):
+        if len(sol.t_events[i]):
+            t, y = float(sol.t_events[i][0]), sol.y_events[i][0]
+            rate = rhs(t, y)[1 + i]
+            times.append(t)
+            spreads.append(sd / rate if rate > 0 else float("nan"))
+        else:
+            times.append(float("nan"))
+            spreads.append(float("nan"))
+    t_m, t_th = times
+    if np.isnan(t_m) and np.isnan(t_th):
+        qe = float(np.exp(sol.y[0, -1]))
+    else:
+        i = 0 if np.isnan(t_th) or (not np.isnan(t_m) and t_m <= t_th) else 1
+        qe = float(np.exp(sol.y_events[i][0][0]))
+    return EscapeTimes(d=d, init_scale=init_scale, lr=lr, threshold=threshold, t_m=t_m, t_theta=t_th, q_end=qe,
+                       t_m_spread=spreads[0], t_theta_spread=spreads[1])
