@@ -5,7 +5,8 @@ for r = r* = 1 the root-mean-square overlaps of Q_ij iid N(0, s^2), q = sigma^2 
 theta = sigma^2 s / sqrt(d) (both grow from the same relative size, so the ODE, not the draw, decides which
 wins); other shapes draw one random start (theory.dynamics.random_start, `seed`).  The mechanism is the theory's
 classification at t_max, the escape times the theory's (5% of tr q positional / teacher).  ``check_d`` and
-``check_seeds`` add finite-d online SGD at some cells (the share of seeds that reach each mechanism).
+The theory's own grid, attnphase.theory.dynamics.dynamical_phase_diagram, starts every cell from one random
+draw (its `seed`) instead.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def dynamical_diagram(setting: Setting, omegas: Sequence[float], values: Sequenc
                     tr = integrate(st, lr=eta, init_scale=s, d=d, seed=seed, t_max=t_max, n_points=n_points)
                 else:
                     tr = integrate(st, lr=eta, init=start, t_max=t_max, n_points=n_points)
-                cells.append(DiagramCell(omega=w, init_scale=s, lr=eta, mechanism=tr.mechanism().value,
+                ok = tr.status.value == "ok"  # a stopped integration has no mechanism: its status stands there
+                cells.append(DiagramCell(omega=w, init_scale=s, lr=eta,
+                                         mechanism=tr.mechanism().value if ok else tr.status.value,
                                          escape_m=tr.escape_time("m"), escape_theta=tr.escape_time("theta"),
                                          m=float(tr.m_abs[-1]), theta=float(tr.theta_abs[-1]),
                                          test_error=float(tr.test_error[-1]), status=tr.status.value))
