@@ -4,8 +4,8 @@ Each cell integrates the d -> infinity ODE (attnphase.theory.dynamics) from the 
 for r = r* = 1 the root-mean-square overlaps of Q_ij iid N(0, s^2), q = sigma^2 s^2, m_1 = s / sqrt(d),
 theta = sigma^2 s / sqrt(d) (both grow from the same relative size, so the ODE, not the draw, decides which
 wins); other shapes draw one random start (theory.dynamics.random_start, `seed`).  The mechanism is the theory's
-classification at t_max, the escape times the theory's (5% of tr q positional / teacher).  The theory's own grid, attnphase.theory.dynamics.dynamical_phase_diagram, starts every cell from one random
-draw (its `seed`) instead.
+classification at t_max, the escape times the theory's (5% of tr q positional / teacher).  The theory's own
+grid, attnphase.theory.dynamics.dynamical_phase_diagram, starts every cell from one random draw (its `seed`).
 """
 
 from __future__ import annotations
