@@ -41,7 +41,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--lr", type=positive_float, default=1.0, help="learning rate eta (default 1)")
     p.add_argument("--init-scale", type=positive_float, default=0.1,
                    help="standard deviation s of the initial entries of Q (default 0.1)")
-    p.add_argument("--t-max", type=positive_float, default=100.0, help="last time, samples / d (default 100)")
+    p.add_argument("--t-max", type=positive_float, default=150.0,
+                   help="last time, samples / d (default 150: the study setting at lr 1 has settled by then)")
     p.add_argument("--d", type=int, default=1000,
                    help="dimension of the simulations and of the random start the ODE begins at (default 1000)")
     p.add_argument("--seeds", default=None,
