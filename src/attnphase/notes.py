@@ -8,6 +8,7 @@ from enum import StrEnum
 
 
 class NoteCode(StrEnum):
+    diverged = "diverged"  # online SGD: some seed's weights became non-finite or ran away (learning rate too large)
     at_resolution = "at_resolution"  # a solver accepted its best iterate at the map's resolution (graininess)
     prox_tolerance = "prox_tolerance"  # some proximal points ended above the gradient tolerance
     multistart = "multistart"  # the result is the best of several starts (which ran: FixedPoint.starts)

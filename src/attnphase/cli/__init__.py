@@ -20,7 +20,7 @@ from attnphase.errors import InputError, InputTypeError
 
 # One module per command, each defining register(subparsers); a subcommand's handler is stored as `func`.
 _COMMAND_MODULES = ("theory", "baseline", "simulate", "compare", "sweep", "export", "transition", "phase_diagram",
-                    "plot", "reproduce", "basins", "histogram", "bayes", "amp")
+                    "plot", "reproduce", "basins", "histogram", "bayes", "amp", "dynamics")
 
 # Subcommands that run finite-d simulations need PyTorch: the 'experiments' extra.  Checked before any work,
 # so that a light install (theory only) answers in one line instead of a traceback.

@@ -99,6 +99,17 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
     if plan.bayes is not None:  # the best any estimator can do, drawn against this run's ERM results
         bayes = run_bayes(out, plan, theory)
         timings["bayes"] = bayes.seconds
+    dyn, dyn_note = None, None
+    if plan.dynamics is not None:  # online SGD against its ODE, the dynamical diagram beside this run's alpha_c
+        from attnphase.reproduce.dynamics_section import dynamics_section
+
+        t0 = time.perf_counter()
+        try:
+            dyn = dynamics_section(out, store_path, quick=plan.dynamics == "quick", fields=fields,
+                                   setting=plan.setting, progress=progress)
+        except (ValueError, ArithmeticError) as exc:  # one note, never a lost report
+            dyn_note = f"online-SGD section not produced: {exc}"
+        timings["dynamics"] = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
     runs = _log_run(out, {
         "started": started, "plan": plan.name, "workers": workers, "wall": round(wall, 2),
@@ -112,4 +123,8 @@ def reproduce(out_dir: str | os.PathLike[str], quick: bool = False, workers: int
         report.write_text(report.read_text() + "\n" + hist.markdown())
     if bayes is not None:
         report.write_text(report.read_text() + "\n" + bayes.markdown())
+    if dyn is not None:
+        report.write_text(report.read_text() + "\n" + dyn.markdown())
+    elif dyn_note is not None:
+        report.write_text(report.read_text() + f"\n## Online SGD\n\n- {dyn_note}\n")
     return report

@@ -41,6 +41,8 @@ class Plan:
     bayes: str | None = None
     # the counting-transformer section (attnphase.reproduce.histogram_section): "quick", "full" or None
     histogram: str | None = None
+    # online SGD against its d -> infinity ODE (attnphase.reproduce.dynamics_section): "quick", "full" or None
+    dynamics: str | None = None
 
 
 # The basins part of the quick plan, under a minute on one core: 48 starts (1000 GD steps then L-BFGS, about
@@ -73,7 +75,7 @@ def plan_for(quick: bool, setting: Setting | None = None) -> Plan:
             pd_precision="fast", pd_xtol=0.05,
             sim_d=100, sim_alphas=(0.5, 1.0, 1.5, 2.0), sim_seeds=(0, 1), optimizer="lbfgs", n_test=2000,
             fs_ds=(50, 100, 200), fs_alpha=1.5,
-            basins=QUICK_BASINS, bayes="quick", histogram="quick",
+            basins=QUICK_BASINS, bayes="quick", histogram="quick", dynamics="quick",
         )
     return Plan(
         name="full", setting=setting, precision="default",
@@ -82,7 +84,7 @@ def plan_for(quick: bool, setting: Setting | None = None) -> Plan:
         pd_precision="default", pd_xtol=0.01,
         sim_d=1000, sim_alphas=_grid(0.01, 2.0, 25), sim_seeds=(0, 1, 2, 3, 4), optimizer="gd", n_test=50000,
         fs_ds=(100, 200, 500, 1000), fs_alpha=1.5,
-        basins=FULL_BASINS, bayes="full", histogram="full",
+        basins=FULL_BASINS, bayes="full", histogram="full", dynamics="full",
     )
 
 
