@@ -38,7 +38,10 @@ def noisy_root(name: str, f: Noisy, a: float, b: float, xtol: float, z: float, m
     side = 0
     widths = [b - a]
     failed = False
-    while b - a > xtol and not b - a <= 2 * stat_halfwidth(a, fa, ea, b, fb, eb, z) and len(widths) < 60:
+    for _ in range(60):
+        s = stat_halfwidth(a, fa, ea, b, fb, eb, z)
+        if b - a <= xtol or (math.isfinite(s) and b - a <= 2 * s):
+            break  # (the last: the noise, not the search, sets the uncertainty from here on)
         mid = 0.5 * (a + b)
         x = (a * gb - b * ga) / (gb - ga) if gb != ga else mid
         if len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]:
@@ -64,21 +67,20 @@ def noisy_root(name: str, f: Noisy, a: float, b: float, xtol: float, z: float, m
                 ga *= 0.5
             side = -1
         widths.append(b - a)
-    return root_interval(name, a, fa, ea, b, fb, eb, z, method + ("; a solve failed inside the bracket" if failed
-                                                                   else ""))
+    why = f"a solve failed at alpha = {x:.4g} inside the bracket: the interval is the bracket reached" if failed else ""
+    return root_interval(name, a, fa, ea, b, fb, eb, z, method, why)
 
 
 def stat_halfwidth(a: float, fa: float, ea: float, b: float, fb: float, eb: float, z: float) -> float:
     """z standard errors (the larger of the two ends') over the slope of the secant through the bracket's ends:
     how far the noise alone can move the root.  NaN without an error estimate."""
-    e = max(ea, eb)
-    if not math.isfinite(e) or b <= a:
+    if not (math.isfinite(ea) and math.isfinite(eb)) or b <= a:
         return float("nan")
-    return z * e / (abs(fb - fa) / (b - a))
+    return z * max(ea, eb) / (abs(fb - fa) / (b - a))
 
 
 def root_interval(name: str, a: float, fa: float, ea: float, b: float, fb: float, eb: float, z: float,
-                  method: str) -> Critical:
+                  method: str, reason: str = "") -> Critical:
     """The root of the secant through a bracket [a, b] (f of opposite signs at its ends), with an interval that
     contains the bracket (where the search left the root) and the root +- the statistical half-width (where the
     noise may put it, also outside the bracket where the ends' signs are within the noise)."""
@@ -87,8 +89,8 @@ def root_interval(name: str, a: float, fa: float, ea: float, b: float, fb: float
     s = stat_halfwidth(a, fa, ea, b, fb, eb, z)
     if not math.isfinite(s):
         s = b - a  # (no error estimate: twice the bracket)
-        method += "; no error estimate"
-    return Critical(name, float(c), float(min(a, c - s)), float(max(b, c + s)), "crossing", method)
+        reason = "; ".join(r for r in (reason, "no integration error estimate: the interval is twice the bracket") if r)
+    return Critical(name, float(c), float(min(a, c - s)), float(max(b, c + s)), "crossing", method, reason)
 
 
 def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, tuple[float, float]]:
