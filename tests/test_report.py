@@ -282,6 +282,22 @@ def test_fixed_points_and_transitions_round_trip_through_the_store(tmp_path: Pat
         assert cache.get_transition(s, "fast", n_grid=5) is None
 
 
+def test_a_transition_stored_by_an_earlier_revision_is_not_read_back(tmp_path: Path) -> None:
+    """A store filled before transition() changed how it computes its records (the bracketed root search of issue
+    31: alpha_l 1.546 on a 6-point grid, now 1.490) must not hand the old record back."""
+    from attnphase.experiments.store import TheoryKey
+
+    s = Setting(omega=0.3)
+    tr = report.TransitionRecord.from_result(FakeTheory().transition(s, n_grid=4))
+    with ResultStore(tmp_path / "s.sqlite") as rs:
+        cache = theory_jobs.TheoryCache(rs)
+        rs.put_theory(TheoryKey("transition", s.to_dict(), precision="fast", seed=theory_jobs.SEED,
+                                params={"n_grid": 4}), tr.to_json())  # the key before revisions
+        assert cache.get_transition(s, "fast", n_grid=4) is None
+        cache.put_transition(s, "fast", tr, n_grid=4)
+        assert cache.get_transition(s, "fast", n_grid=4) is not None
+
+
 # -- the basins part ------------------------------------------------------------------------------------------
 
 def _basin_of(alpha: float, seed: int) -> str:

@@ -90,6 +90,66 @@ def test_root_interval_contains_the_root_of_a_noisy_difference() -> None:
     assert noisy_root("x", lambda a: (a + 1.0, 0.0), 0.5, 2.0, 1e-3, 3.0, "t").kind == "not in range"
 
 
+def _global_excess_like(root: float, offset: float = 0.0, noise: np.random.Generator | None = None):
+    """f shaped as the study's global minimum's test error minus the baseline's (omega 0.3): the positional
+    branch well above it up to alpha_c = 1.25, then the semantic one decaying through it at `root`
+    (1.4e-3 per unit alpha there, convex), with a standard error of 2e-6 (one common offset and / or independent
+    draws of that size)."""
+
+    def f(a: float) -> tuple[float, float]:
+        v = 1.4e-3 if a < 1.25 else 4.2e-4 * (math.exp(-(a - root) / 0.3) - 1)
+        return v + offset + (noise.normal(0, 2e-6) if noise is not None else 0.0), 2e-6
+    return f
+
+
+@pytest.mark.parametrize("n_grid", [4, 6, 8])
+@pytest.mark.parametrize("xtol", [0.02, 0.035, 0.05, 0.075, 0.1])
+def test_coarse_bracket_converges_and_its_interval_holds_the_root(n_grid: int, xtol: float) -> None:
+    """The bracket of the default alpha grid's n_grid points around the root, then narrowed to xtol: the value is
+    within xtol of the root and the interval contains it (the finder before issue 31 stopped on a small step, at
+    1.55 [1.52, 1.58] for n_grid 6 and xtol 0.05 - 0.1, as transition() did on the study's alpha_l)."""
+    root = 1.49
+    grid = np.linspace(0.05, 2.0, n_grid)
+    k = max(i for i, a in enumerate(grid) if a < root)
+    c = noisy_root("alpha_l", _global_excess_like(root), float(grid[k]), float(grid[k + 1]), xtol, 3.0, "t")
+    assert c.kind == "crossing"
+    assert abs(c.value - root) <= xtol
+    assert c.lo <= root <= c.hi
+    # the interval: the final bracket (<= xtol) and 3 standard errors over the slope (~0.004) on either side
+    assert c.width <= xtol + 2 * 3 * 2e-6 / 1.0e-3
+
+
+def test_coarse_intervals_cover_the_root_under_noise() -> None:
+    """Common and independent noise of the stated standard error: the interval holds the root in (nearly) every
+    draw, on every coarse bracket and tolerance (z = 3)."""
+    rng = np.random.default_rng(3)
+    root, hits, total = 1.49, 0, 0
+    for n_grid in (4, 6, 8):
+        grid = np.linspace(0.05, 2.0, n_grid)
+        k = max(i for i, a in enumerate(grid) if a < root)
+        for xtol in (0.02, 0.05, 0.1):
+            for common in (True, False):
+                for _ in range(10):
+                    f = (_global_excess_like(root, offset=rng.normal(0, 2e-6)) if common
+                         else _global_excess_like(root, noise=rng))
+                    c = noisy_root("x", f, float(grid[k]), float(grid[k + 1]), xtol, 3.0, "t")
+                    hits += c.lo <= root <= c.hi
+                    total += 1
+    assert hits >= total - 2
+
+
+def test_root_interval_reaches_past_the_bracket_where_the_noise_dominates() -> None:
+    """A root search stopped by the noise (its bracket inside the statistical half-width, here ~0.3) reports that
+    half-width, beyond the bracket: the signs of its ends are within the noise."""
+    c = noisy_root("x", lambda a: ((a - 1.1) * 0.01, 1e-3), 0.5, 2.0, 1e-3, 3.0, "t")
+    assert c.lo <= 1.1 <= c.hi
+    assert c.hi - c.value >= 0.25 and c.value - c.lo >= 0.25
+    # a failed solve inside the bracket: the interval is the bracket so far, which holds the root
+    c = noisy_root("x", lambda a: ((a - 1.1) * 0.01, 1e-6) if a in (0.5, 2.0) else (math.nan, math.nan),
+                   0.5, 2.0, 1e-3, 3.0, "t")
+    assert c.lo <= 0.5 and c.hi >= 2.0 and c.reason  # (the reason says why the interval is that wide)
+
+
 def test_spread_halfwidth_is_a_t_interval() -> None:
     assert spread_halfwidth([1.0]) == math.inf
     # 4 values with sample sd 1: t_{0.995, 3} = 5.841 times sd / 2
@@ -225,6 +285,23 @@ def test_alpha_c_is_bracketed_by_a_sign_change(study_transition):
     assert d["alpha_pos_vanishes_reason"]
 
 
+def _global_excess(s: Setting, a: float) -> float:
+    """The global minimum's test error minus the linear baseline's at alpha, by a plain solve (not the driver)."""
+    from attnphase.theory import linear_baseline
+
+    return solve(s, a, "global", "fast").test_error - linear_baseline(s).test_error_linear
+
+
+def test_alpha_l_interval_holds_the_sign_change_of_plain_solves(study_transition):
+    """alpha_l's interval ends on either side of the sign change of the global minimum's excess test error, each
+    end by a plain solve of the global minimum there."""
+    c = study_transition.critical["alpha_l"]
+    assert c.kind == "crossing", c
+    s = Setting(omega=0.3)
+    assert _global_excess(s, c.lo) > 0 > _global_excess(s, c.hi)
+    assert c.width < 0.05
+
+
 def test_global_minimum_curve_is_the_lowest_valid_point(study_transition):
     gm = global_minimum_curve(study_transition.curves)
     for p in gm:
@@ -278,6 +355,28 @@ def test_intervals_overlap_across_grids_seeds_and_the_phase_diagram():
             transition(s, n_grid=12, precision="fast", seed=1),
             phase_diagram(Setting(), [0.3], precision="fast", progress=False, n_grid=10, xtol=0.02)[0]]
     _all_overlap(runs, ("alpha_c", "alpha_l", "alpha_sem_appears"))
+
+
+@pytest.fixture(scope="module")
+def default_grid_transition():
+    return transition(Setting(omega=0.3), precision="fast")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_grid", [4, 6, 8])
+@pytest.mark.parametrize("xtol", [0.02, 0.05, 0.1])
+def test_coarse_grid_intervals_hold_the_default_grids_value(n_grid: int, xtol: float, default_grid_transition) -> None:
+    """issue 31: alpha_c and alpha_l on a coarse grid (the tutorial's call is n_grid 6, xtol 0.05) hold the default
+    grid's values, and alpha_l's interval ends lie on either side of the sign change of plain solves."""
+    s = Setting(omega=0.3)
+    r = transition(s, precision="fast", n_grid=n_grid, xtol=xtol)
+    for name in ("alpha_c", "alpha_l"):
+        c, ref = r.critical[name], default_grid_transition.critical[name]
+        assert c.kind == ref.kind == "crossing", (c, ref)
+        assert c.lo <= ref.value <= c.hi, (name, c, ref)
+        assert abs(c.value - ref.value) <= xtol, (name, c, ref)
+    c = r.critical["alpha_l"]
+    assert _global_excess(s, c.lo) > 0 > _global_excess(s, c.hi)
 
 
 @pytest.mark.slow

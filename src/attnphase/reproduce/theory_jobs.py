@@ -18,6 +18,9 @@ from attnphase.setting import Setting
 from attnphase.theory.state_evolution.results import FixedPoint
 
 SEED = 0  # the Sobol scramblings' seed of every theory result of a reproduction
+# Part of a stored transition's key: raised when transition() computes its records differently, so that a store
+# filled before is not read back (2: crossings narrowed to xtol with the bracket in the interval, issue 31).
+TRANSITION_REVISION = 2
 
 
 class TheoryCache:
@@ -69,7 +72,8 @@ class TheoryCache:
     # -- transitions and the linear baseline -----------------------------------------------------------
     @staticmethod
     def _tr_key(setting: Setting, precision: str, **grid: Any) -> TheoryKey:
-        return TheoryKey("transition", setting.to_dict(), precision=precision, seed=SEED, params=grid)
+        return TheoryKey("transition", setting.to_dict(), precision=precision, seed=SEED,
+                         params={**grid, "revision": TRANSITION_REVISION})
 
     def get_transition(self, setting: Setting, precision: str, **grid: Any) -> TransitionRecord | None:
         v = self._get(self._tr_key(setting, precision, **grid))

@@ -76,9 +76,10 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     NUMBA_NUM_THREADS=1).
 
     The branch ends come first (they say where each branch exists).  Both branches are then solved on an n_grid
-    alpha grid where they exist, downward from alpha_max until alpha_c and alpha_l are bracketed, and the
-    crossings refined by regula falsi to xtol.  Intervals: z standard errors (spread over scramblings) of the
-    difference, divided by its slope, plus the tolerance; for the ends see the strategies."""
+    alpha grid where they exist, downward from alpha_max until alpha_c and alpha_l are bracketed, and each
+    crossing's bracket narrowed (new points solved inside it) until it is below xtol or inside the integration
+    noise.  A crossing's interval holds the final bracket and z standard errors (spread over scramblings) of the
+    difference over its slope around the value (roots.noisy_root); for the ends see the strategies."""
     if not isinstance(setting, Setting):
         raise InputTypeError("setting must be an attnphase.Setting")
     alpha_min, alpha_max, n_grid, xtol, seed = check_transition_args(alpha_min, alpha_max, n_grid, precision,

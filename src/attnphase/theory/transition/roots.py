@@ -1,9 +1,9 @@
 """The roots transition() reports: alpha_c and alpha_l from differences of fixed-point quantities on an alpha grid.
 
 The driver scans a grid for a sign change of train_loss(semantic) - train_loss(positional or agnostic, the lower)
-(alpha_c) and of the
-global minimum's test error minus the linear baseline's (alpha_l), then refines it by regula falsi whose interval
-carries the integration noise (:func:`noisy_root`).  :func:`find_crossing` is the deterministic counterpart.
+(alpha_c) and of the global minimum's test error minus the linear baseline's (alpha_l), then narrows the bracket
+(:func:`noisy_root`) until it is below the tolerance or inside the integration noise; the interval holds both.
+:func:`find_crossing` is the deterministic counterpart.
 """
 
 from __future__ import annotations
@@ -22,53 +22,75 @@ Noisy = Callable[[float], tuple[float, float]]
 
 
 def noisy_root(name: str, f: Noisy, a: float, b: float, xtol: float, z: float, method: str) -> Critical:
-    """Root of f's value between a and b (values of opposite sign) by the Illinois variant of regula falsi,
-    with an interval of z standard errors of f divided by the slope, plus the root-finding tolerance."""
+    """Root of f's value between a and b (values of opposite sign).  The bracket is kept and narrowed (Illinois
+    regula falsi, bisection where that stalls) until it is below xtol or inside the statistical half-width, so the
+    estimate converges on any grid; the interval holds both the final bracket and z standard errors of f over its
+    slope around the interpolated root (:func:`root_interval`)."""
     fa, ea = f(a)
     fb, eb = f(b)
     if not (math.isfinite(fa) and math.isfinite(fb)):
         return Critical.missing(name, "failed", f"no valid value at [{a:g}, {b:g}]", method)
-    if fa * fb > 0:
+    if fa * fb > 0 or fa == fb:
         return Critical.missing(name, "not in range", f"no sign change on [{a:g}, {b:g}]", method)
+    # a's side of the sign change (a zero at a counts with it; anywhere else a zero counts with b's side)
+    sa = math.copysign(1.0, fa) if fa != 0 else -math.copysign(1.0, fb)
     ga, gb = fa, fb  # Illinois-modified values
-    c, ec, step = a, ea, b - a
     side = 0
-    for _ in range(40):
-        c_new = (a * gb - b * ga) / (gb - ga) if gb != ga else 0.5 * (a + b)
-        if not a < c_new < b:
-            c_new = 0.5 * (a + b)
-        fc, ec = f(c_new)
-        if not math.isfinite(fc):
-            # A failed solve inside the bracket: keep the bracket as the interval.
-            mid = 0.5 * (a + b)
-            return Critical(name, mid, a, b, "crossing", method + "; a solve failed inside the bracket")
-        step = abs(c_new - c)
-        c = c_new
-        if fc == 0:
-            a = b = c
+    widths = [b - a]
+    failed = False
+    for _ in range(60):
+        s = stat_halfwidth(a, fa, ea, b, fb, eb, z)
+        if b - a <= xtol or (math.isfinite(s) and b - a <= 2 * s):
+            break  # (the last: the noise, not the search, sets the uncertainty from here on)
+        mid = 0.5 * (a + b)
+        x = (a * gb - b * ga) / (gb - ga) if gb != ga else mid
+        if len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]:
+            x = mid  # regula falsi did not halve the bracket in two steps (one-sided): bisect
+        # at least xtol / 2 inside either end: a step taken next to the root then closes the bracket
+        m = min(0.5 * xtol, 0.25 * (b - a))
+        x = min(max(x, a + m), b - m)
+        fx, ex = f(x)
+        if not math.isfinite(fx) and x != mid:
+            x = mid
+            fx, ex = f(x)
+        if not math.isfinite(fx):
+            failed = True  # a solve failed inside the bracket: the interval is the bracket so far
             break
-        if fc * fb > 0:
-            b, fb, gb = c, fc, fc
-            if side == -1:
-                ga *= 0.5
-            side = -1
-        else:
-            a, fa, ga = c, fc, fc
+        if fx * sa > 0:
+            a, fa, ea, ga = x, fx, ex, fx
             if side == 1:
                 gb *= 0.5
             side = 1
-        if b - a < xtol or step < 0.5 * xtol or (math.isfinite(ec) and abs(fc) <= ec):
-            # (the last: the root is pinned down to within the integration noise; more steps only chase it)
-            break
-    slope = (fb - fa) / (b - a) if b > a else float("nan")
-    tol = max(min(b - a, step), xtol / 4)
-    if math.isfinite(slope) and slope != 0:
-        tol = min(tol, abs(fc) / abs(slope) + xtol / 4)
-    if not (math.isfinite(slope) and slope != 0 and math.isfinite(ec)):
-        half = max(b - a, xtol)
-    else:
-        half = z * ec / abs(slope) + tol
-    return Critical(name, float(c), float(c - half), float(c + half), "crossing", method)
+        else:
+            b, fb, eb, gb = x, fx, ex, fx
+            if side == -1:
+                ga *= 0.5
+            side = -1
+        widths.append(b - a)
+    why = f"a solve failed at alpha = {x:.4g} inside the bracket: the interval is the bracket reached" if failed else ""
+    return root_interval(name, a, fa, ea, b, fb, eb, z, method, why)
+
+
+def stat_halfwidth(a: float, fa: float, ea: float, b: float, fb: float, eb: float, z: float) -> float:
+    """z standard errors (the larger of the two ends') over the slope of the secant through the bracket's ends:
+    how far the noise alone can move the root.  NaN without an error estimate."""
+    if not (math.isfinite(ea) and math.isfinite(eb)) or b <= a:
+        return float("nan")
+    return z * max(ea, eb) / (abs(fb - fa) / (b - a))
+
+
+def root_interval(name: str, a: float, fa: float, ea: float, b: float, fb: float, eb: float, z: float,
+                  method: str, reason: str = "") -> Critical:
+    """The root of the secant through a bracket [a, b] (f of opposite signs at its ends), with an interval that
+    contains the bracket (where the search left the root) and the root +- the statistical half-width (where the
+    noise may put it, also outside the bracket where the ends' signs are within the noise)."""
+    c = a + (b - a) * fa / (fa - fb) if fa != fb else 0.5 * (a + b)
+    c = min(max(c, a), b)
+    s = stat_halfwidth(a, fa, ea, b, fb, eb, z)
+    if not math.isfinite(s):
+        s = b - a  # (no error estimate: twice the bracket)
+        reason = "; ".join(r for r in (reason, "no integration error estimate: the interval is twice the bracket") if r)
+    return Critical(name, float(c), float(min(a, c - s)), float(max(b, c + s)), "crossing", method, reason)
 
 
 def find_crossing(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> tuple[float, tuple[float, float]]:
@@ -107,8 +129,8 @@ def alpha_c_on_grid(d_pts: list[tuple[float, float]], delta: Noisy, xtol: float,
     change from the competitor lower (d > 0) to semantic lower, refined; or 'above range' where the competitor is
     lower at every point.  None: no sign change seen, which each path reads in its own way.  competitor: what
     the semantic branch was compared with, for the record ("positional", "agnostic", or the lower of both)."""
-    method = f"regula falsi (Illinois) on train_loss(semantic) - train_loss({competitor}) to {xtol:g}, " \
-             f"+- {z:g} standard errors / slope"
+    method = f"bracketed regula falsi (Illinois, bisection where it stalls) on train_loss(semantic) - " \
+             f"train_loss({competitor}) to {xtol:g}; interval: the final bracket and +- {z:g} standard errors / slope"
     for (a0, d0), (a1, d1) in zip(d_pts, d_pts[1:], strict=False):
         if d0 > 0 >= d1:
             return noisy_root("alpha_c", delta, a0, a1, xtol, z, method)
@@ -137,8 +159,8 @@ def alpha_l_on_grid(g_pts: list[tuple[float, float]], alpha_c: Critical, global_
     if ac.found and lo_a <= ac.value <= hi_a and global_excess(ac.hi)[0] < 0 <= global_excess(ac.lo)[0]:
         return Critical("alpha_l", ac.value, ac.lo, ac.hi, ac.kind,
                         "the global minimum's test error jumps below the baseline at alpha_c", "= alpha_c")
-    method = f"regula falsi on test_error(global minimum) - test_error_linear to {xtol:g}, +- {z:g} " \
-             f"standard errors / slope"
+    method = f"bracketed regula falsi (Illinois, bisection where it stalls) on test_error(global minimum) - " \
+             f"test_error_linear to {xtol:g}; interval: the final bracket and +- {z:g} standard errors / slope"
     return noisy_root("alpha_l", global_excess, lo_a, hi_a, xtol, z, method)
 
 
