@@ -21,7 +21,7 @@ from attnphase.experiments.simulation.measure import (
 from attnphase.experiments.simulation.memory import check_memory
 from attnphase.experiments.simulation.model import EmpiricalRisk, check_student, split_weights
 from attnphase.experiments.simulation.sampling import (
-    Problem,
+    SampledProblem,
     check_size,
     generators,
     gram_factor,
@@ -112,7 +112,7 @@ def _check_scale(init_scale: Any) -> float:
     return float(init_scale)
 
 
-def _positional_start(problem: Problem, r: int, seed: int = 0, scale: float = RANDOM_INIT_STD) -> torch.Tensor:
+def _positional_start(problem: SampledProblem, r: int, seed: int = 0, scale: float = RANDOM_INIT_STD) -> torch.Tensor:
     """Q in the span of the positional codes: column j = sqrt(d) e_j for j < k, e the orthonormal basis of
     that span (e_1 = 1/sqrt(d)), k its dimension.  For the study's positions this is every entry 1 (m = 1).
 
@@ -135,7 +135,7 @@ def _positional_start(problem: Problem, r: int, seed: int = 0, scale: float = RA
     return torch.cat([base, pad], dim=1)
 
 
-def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int, student: str = "tied",
+def initial_Q(init: str | np.ndarray | torch.Tensor, problem: SampledProblem, seed: int, student: str = "tied",
               init_scale: float | None = None) -> tuple[torch.Tensor, str]:
     """The starting weights and the name recorded for them: Q (d, r) for the tied student, W = [Q | K]
     (d, 2r) for the untied one (structured starts put K = Q; random starts draw K independently).
@@ -190,7 +190,7 @@ def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int
     return Q.to(dtype=dtype, device=device), init
 
 
-def measure(W: torch.Tensor, problem: Problem, student: str = "tied") -> dict[str, Any]:
+def measure(W: torch.Tensor, problem: SampledProblem, student: str = "tied") -> dict[str, Any]:
     """The recorded overlaps of weights W: q, m, theta as in docs/model.md (r = r* = 1: |m|, |theta|);
     general settings add m_norm and theta_sv; the untied student adds each factor's overlaps.
 
