@@ -12,6 +12,14 @@ class NoteCode(StrEnum):
     prox_tolerance = "prox_tolerance"  # some proximal points ended above the gradient tolerance
     multistart = "multistart"  # the result is the best of several starts (which ran: FixedPoint.starts)
     legacy = "legacy"  # read from a record written before notes had codes
+    # Bayes-optimal theory and GAMP (attnphase.theory.bayes.results.WARNINGS says what each means)
+    uninformative_channel = "uninformative_channel"
+    near_threshold = "near_threshold"
+    hard_phase = "hard_phase"
+    quadrature_error = "quadrature_error"
+    max_iterations = "max_iterations"
+    readoff_residual = "readoff_residual"
+    readoff_degenerate = "readoff_degenerate"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def _amp(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rec, indent=2) + "\n")
     else:
         rec.pop("history", None)
-        rec["warnings"] = ",".join(rec["warnings"])
+        rec["warnings"] = ",".join(rec.pop("warning_codes"))
         emit([rec], args, AMP_COLUMNS if not args.csv else None)
     if not r.converged:
         print(f"warning: GAMP status {r.status.value} after {r.iterations} iterations", file=sys.stderr)

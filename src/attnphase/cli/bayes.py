@@ -82,7 +82,7 @@ def _bayes(args: argparse.Namespace) -> int:
     table = not (args.json or args.csv)
     if not args.json:
         for r in records:
-            r["warnings"] = ",".join(r["warnings"])
+            r["warnings"] = ",".join(r.pop("warning_codes"))
     emit(records, args, BAYES_COLUMNS if table else None)
     return 0
 

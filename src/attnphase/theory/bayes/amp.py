@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from attnphase.errors import InputError, InputTypeError
+from attnphase.notes import Note, NoteCode
 from attnphase.problem import Problem, teacher_from_softmax, teacher_softmax
 from attnphase.resources import USABLE_FRACTION, available_host_memory
 from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.bayes.channel import check_delta, dg_out_diag, g_out
 from attnphase.theory.bayes.readoff import read_fields
-from attnphase.theory.bayes.results import AmpResult
+from attnphase.theory.bayes.results import AmpResult, bayes_note
 from attnphase.theory.model.quadrature import gauss_hermite_grid
 from attnphase.theory.solvers.fixed_point import Status
 
@@ -139,11 +140,11 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 19]))
     x = data.x
     h, resid, degenerate = read_fields(setting, x, data.y)
-    warnings: list[str] = []
+    warnings: list[Note] = []
     if np.max(resid) > 1e-8:
-        warnings.append("readoff_residual")
+        warnings.append(bayes_note(NoteCode.readoff_residual))
     if np.any(degenerate):
-        warnings.append("readoff_degenerate")
+        warnings.append(bayes_note(NoteCode.readoff_degenerate))
     qs = data.Q_star[:, 0]
     qn = float(qs @ qs)  # |Q*|^2 (-> d): overlaps are normalised by it, so that perfect recovery reads 1
     xt = data.x_test
@@ -202,7 +203,7 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
             status = Status.ok
             break
     if status == Status.not_converged:
-        warnings.append("max_iterations")
+        warnings.append(bayes_note(NoteCode.max_iterations))
     from attnphase.theory.model.baseline import linear_baseline
 
     return AmpResult(d=d, n=n, alpha=alpha, L=L, omega=setting.omega, delta=delta, seed=seed, init=init,
