@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from attnphase.setting import Setting
 
@@ -64,6 +63,8 @@ def student_attention(h: Array, g: Array | None = None) -> Array:
 def _two_token_softmax(h: np.ndarray) -> np.ndarray:
     """softmax of h h^T for two tokens: each row is (s, 1 - s), s the logistic of a score difference (numpy;
     cheaper than the general softmax and overflow-safe; the two-token kernel computes the same expit)."""
+    from scipy.special import expit  # here: `import attnphase` stays numpy-only
+
     if h.shape[-1] == 1:
         h1, h2 = h[..., 0, 0], h[..., 1, 0]
         u1, u2 = h1 * (h1 - h2), h2 * (h2 - h1)
@@ -128,6 +129,11 @@ def loss_and_grad(h: np.ndarray, T: np.ndarray, sigma2: float) -> tuple[np.ndarr
 def regulariser(Q: Array, lam: float) -> Array:
     """(lambda / 2) ||Q||_F^2 (for the untied student W = [Q | K]: both factors, each penalised)."""
     return 0.5 * lam * (Q * Q).sum()
+
+
+def regulariser_grad(Q: Array, lam: float) -> Array:
+    """Its gradient lambda Q.  (The state evolution's prior side is this ridge's closed form: theory/model/prior.py.)"""
+    return lam * Q
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import torch
 
 from attnphase.errors import InputError
 from attnphase.experiments.simulation.sampling import Dataset
-from attnphase.problem import fields, regulariser, student_attention
+from attnphase.problem import fields, regulariser, regulariser_grad, student_attention
 
 STUDENTS = ("tied", "untied")
 
@@ -128,7 +128,7 @@ class EmpiricalRisk:
             dhg = (dscores + dscores.transpose(-1, -2)) @ h
         else:
             dhg = torch.cat([dscores @ g, dscores.transpose(-1, -2) @ h], dim=-1)
-        grad = self.z.reshape(-1, self.d).T @ dhg.reshape(-1, Q.shape[1]) / sd + self.lam * Q
+        grad = self.z.reshape(-1, self.d).T @ dhg.reshape(-1, Q.shape[1]) / sd + regulariser_grad(Q, self.lam)
         return float(R), grad
 
     def autograd_value_and_grad(self, Q: torch.Tensor) -> tuple[float, torch.Tensor]:
