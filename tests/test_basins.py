@@ -240,7 +240,8 @@ def test_basins_figures_from_given_data(tmp_path):
 
 @pytest.mark.slow
 def test_basins_figures_quick_end_to_end(tmp_path):
-    from attnphase.experiments.basins_study import QuickPlan, basins_figures_quick, basins_summary
+    from attnphase.experiments.basins_study import QuickPlan, basins_summary
+    from attnphase.reproduce.basins import basins_figures_quick
 
     plan = QuickPlan(heat_d=30, heat_alphas=(1.0, 2.0), heat_omegas=(0.1, 0.3), fraction_ds=(20, 30), starts=2,
                      n_test=100, trajectory_d=30, trajectory_tries=2)

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from attnphase.errors import InputError
+from attnphase.problem import loss_and_grad as attention_loss_grad
 from attnphase.setting import Setting
 from attnphase.theory.dynamics import drift, integrate, integration_rule, random_start
 from attnphase.theory.dynamics.drift import averages
 from attnphase.theory.dynamics.linear import agnostic_q, crossing_omega, escape_times, growth_rates, small_q_limit
 from attnphase.theory.dynamics.local import loss_grad_hessdiag
 from attnphase.theory.dynamics.stationary import minimise
-from attnphase.theory.model.attention import attention_loss_grad
 from attnphase.theory.model.observables import test_error as population_risk
 from attnphase.theory.model.overlaps import Overlaps
 

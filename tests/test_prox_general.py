@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from attnphase.theory.prox._general_draws import draw_problem, softmax_rows
+from attnphase.problem import softmax_rows
+from attnphase.theory.prox._general_draws import draw_problem
 from attnphase.theory.prox._general_kernel import derivatives
 from attnphase.theory.prox._general_starts import own_starts as _own_starts_flat
 from attnphase.theory.prox._general_starts import score_form

@@ -148,6 +148,23 @@ def test_linear_baseline_near_population_value():
 # --- training ---------------------------------------------------------------------------------------
 
 
+def test_status_and_stop_code_of_a_run():
+    """A run's status is ok exactly when its gradient reached the tolerance; otherwise a code says why it stopped."""
+    from attnphase.notes import NoteCode, Status
+
+    kw = dict(d=20, alpha=1.5, init="semantic", seed=0, n_test=20, device="cpu")
+    done = simulate(STUDY, optimizer="lbfgs", **kw)
+    short = simulate(STUDY, optimizer="lbfgs", steps=2, warmup=0, **kw)
+    few = simulate(STUDY, optimizer="gd", steps=3, **kw)
+    assert done.status == Status.ok and done.converged and done.warnings == () and done.grad_rms <= 1e-9
+    for res in (short, few):
+        assert res.status == Status.not_converged and not res.converged
+        assert [n.code for n in res.warnings] == [NoteCode.max_iterations] and res.grad_rms > 1e-9
+        d = res.to_dict()
+        assert d["status"] == "not_converged" and d["converged"] is False and d["warning_codes"] == ["max_iterations"]
+    assert few.stop_reason == "3 steps done, gradient above tolerance"
+
+
 def test_same_seed_identical_results_different_seed_different():
     kw = dict(d=20, alpha=1.5, optimizer="lbfgs", n_test=50, device="cpu")
     a, b = simulate(STUDY, seed=3, **kw), simulate(STUDY, seed=3, **kw)

@@ -1,10 +1,21 @@
-"""Warnings as records: a machine-readable code with a human message beside it.  Callers branch on the code, never
-on the text; the message is for people."""
+"""Results' status and warnings as records: a status enum, and a machine-readable code with a human message beside
+it.  Callers branch on the status and the code, never on the text; the message is for people.  Theory, Bayes, GAMP
+and the simulations share them (a neutral module: experiments read it without importing the theory)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+
+class Status(StrEnum):
+    """Outcome of a solve or a training run.  Only ``ok`` is a result; the others keep their numbers for diagnosis."""
+
+    ok = "ok"
+    not_converged = "not_converged"
+    collapsed = "collapsed"  # the iterate flowed to another (more symmetric) branch
+    diverged = "diverged"  # the iterate ran off to infinity or to an unphysical point
+    inadmissible = "inadmissible"  # the map cannot be evaluated (left the admissible set)
 
 
 class NoteCode(StrEnum):
@@ -15,6 +26,16 @@ class NoteCode(StrEnum):
     legacy = "legacy"  # read from a record written before notes had codes
     not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
     integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
+    # Bayes-optimal theory and GAMP (attnphase.theory.bayes.results.WARNINGS says what each means)
+    uninformative_channel = "uninformative_channel"
+    near_threshold = "near_threshold"
+    hard_phase = "hard_phase"
+    quadrature_error = "quadrature_error"
+    max_iterations = "max_iterations"
+    readoff_residual = "readoff_residual"
+    readoff_degenerate = "readoff_degenerate"
+    # simulations (why a training run stopped short of the gradient tolerance)
+    no_progress = "no_progress"  # L-BFGS: a chunk of iterations without decrease (round-off)
 
 
 @dataclass(frozen=True)

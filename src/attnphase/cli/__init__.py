@@ -25,7 +25,7 @@ _COMMAND_MODULES = ("theory", "baseline", "simulate", "compare", "sweep", "expor
 # Subcommands that run finite-d simulations need PyTorch: the 'experiments' extra.  Checked before any work,
 # so that a light install (theory only) answers in one line instead of a traceback.
 NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "experiments",
-               "basins": "experiments", "amp": "experiments", "histogram": "experiments"}
+               "basins": "experiments", "histogram": "experiments"}
 
 
 class _OneLineParser(argparse.ArgumentParser):

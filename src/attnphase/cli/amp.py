@@ -8,7 +8,6 @@ import sys
 
 from attnphase.cli.bayes import AMP_COLUMNS, add_model_options, bayes_setting, open_unit, unit_interval
 from attnphase.cli.common import (
-    CLIError,
     add_output_args,
     emit,
     nonnegative_int,
@@ -20,8 +19,6 @@ def _amp(args: argparse.Namespace) -> int:
     from attnphase.theory.bayes.amp import check_amp_args, run_amp
 
     setting = bayes_setting(args, args.omega)
-    if args.alpha <= 0:
-        raise CLIError(f"--alpha must be > 0, got {args.alpha:g}")
     check_amp_args(setting, args.d, args.alpha, args.seed, args.delta, args.n_test, args.max_iter, args.init, args.q0)
     r = run_amp(setting, args.d, args.alpha, seed=args.seed, delta=args.delta, n_test=args.n_test,
                 max_iter=args.max_iter, init=args.init, q0=args.q0)
@@ -30,7 +27,7 @@ def _amp(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rec, indent=2) + "\n")
     else:
         rec.pop("history", None)
-        rec["warnings"] = ",".join(rec["warnings"])
+        rec["warnings"] = ",".join(rec.pop("warning_codes"))
         emit([rec], args, AMP_COLUMNS if not args.csv else None)
     if not r.converged:
         print(f"warning: GAMP status {r.status.value} after {r.iterations} iterations", file=sys.stderr)

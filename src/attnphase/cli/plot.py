@@ -63,9 +63,6 @@ def register(subparsers: Any) -> None:
 
 def _alphas(args: argparse.Namespace, default: str) -> list[float]:
     alphas = parse_spec(args.alphas if args.alphas is not None else default, "--alphas")
-    bad = [a for a in alphas if a <= 0]
-    if bad:
-        raise InputError(f"--alphas: alpha must be > 0, got {bad[0]:g}")
     from attnphase.setting import check_alpha
 
     for a in alphas:

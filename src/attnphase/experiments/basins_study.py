@@ -1,11 +1,11 @@
-"""The basins study for the reproduction and the report: run a coarse basins grid, draw its figures, sum it up.
+"""The basins study for the reproduction and the report: a coarse basins grid, its trajectories, its numbers.
 
-    from attnphase.experiments.basins_study import basins_figures_quick, basins_summary
-    paths = basins_figures_quick("out/", "out/basins.sqlite", transitions=phase_diagram_results)
+    from attnphase.experiments.basins_study import basins_summary
     numbers = basins_summary("out/basins.sqlite")
 
 The classification rule and the sweep task live in :mod:`attnphase.experiments.simulation.basins`; the figures in
-:mod:`attnphase.plots.basins`.  Transition lines (alpha_c and the spinodals against omega) are inputs, computed
+:mod:`attnphase.plots.basins` (drawn by :func:`attnphase.reproduce.basins.basins_figures_quick`: experiments never
+import plots).  Transition lines (alpha_c and the spinodals against omega) are inputs, computed
 by the theory's transition code: anything with attributes (or keys) omega, alpha_c, alpha_sem_appears,
 alpha_pos_vanishes, e.g. ``attnphase.theory.TransitionResult`` or its ``to_dict()``.
 """
@@ -16,28 +16,25 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from attnphase.experiments.simulation.basins import (
     CLASSES,
     basin_fractions,
-    basins_grids,
     classify,
-    run_basins,
     theory_points,
 )
 from attnphase.setting import Setting
 
-__all__ = ["QuickPlan", "basins_figures_quick", "basins_summary", "collect_trajectories", "transition_lines"]
+__all__ = ["QuickPlan", "basins_summary", "collect_trajectories", "transition_lines"]
 
-_LINE_FIELDS = {"alpha_c": "alpha_c", "semantic spinodal": "alpha_sem_appears",
+LINE_FIELDS = {"alpha_c": "alpha_c", "semantic spinodal": "alpha_sem_appears",
                 "positional spinodal": "alpha_pos_vanishes"}
 
 
 @dataclass(frozen=True)
 class QuickPlan:
-    """The coarse grid of `basins_figures_quick` (about 2 minutes on one core at these defaults)."""
+    """The coarse grid of `attnphase.reproduce.basins.basins_figures_quick` (about 2 minutes on one core by default)."""
 
     heat_d: int = 100
     heat_alphas: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
@@ -53,17 +50,17 @@ class QuickPlan:
     record_every: int = 10
 
 
-def _get(obj: Any, name: str) -> Any:
+def field_of(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 def transition_lines(transitions: Sequence[Any] | None) -> dict[str, tuple[list[float], list[float | None]]]:
     """{line name: (omegas, alphas)} from transition results (alpha_c, semantic and positional spinodals)."""
     out: dict[str, tuple[list[float], list[float | None]]] = {}
-    for name, field in _LINE_FIELDS.items():
+    for name, field in LINE_FIELDS.items():
         oms, als = [], []
         for tr in transitions or ():
-            om, a = _get(tr, "omega"), _get(tr, field)
+            om, a = field_of(tr, "omega"), field_of(tr, field)
             if om is not None:
                 oms.append(float(om))
                 als.append(None if a is None else float(a))
@@ -96,48 +93,6 @@ def collect_trajectories(setting: Setting, d: int, alpha: float, tries: int = 8,
         if counts["positional"] >= per_class and counts["semantic"] >= per_class:
             break
     return out
-
-
-def basins_figures_quick(out_dir: str | os.PathLike[str], store: str | os.PathLike[str],
-                         transitions: Sequence[Any] | None = None, plan: QuickPlan | None = None,
-                         workers: int = 1, progress: bool = False) -> list[Path]:
-    """Run (or resume) the coarse basins grid of `plan` into `store` and draw the three basins figures.
-
-    Returns the PNG and PDF paths of: fig_basins_heatmap (semantic fraction over (alpha, omega) with
-    alpha_c and the spinodals from `transitions`), fig_basins_fraction (fraction against alpha at
-    plan.fraction_omega for each d in plan.fraction_ds, binomial error bars) and fig_basins_trajectories
-    (a few starts per minimum at plan.trajectory_d, plan.trajectory_alpha, omega = plan.fraction_omega).
-    """
-    from attnphase.experiments.store import load_results
-    from attnphase.plots.basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
-
-    plan = plan or QuickPlan()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    common = dict(inits_per_point=plan.starts, init_scales=(plan.init_scale,), n_test=plan.n_test)
-    grids = basins_grids(d=plan.heat_d, alphas=plan.heat_alphas, omegas=plan.heat_omegas, **common)
-    grids += basins_grids(d=plan.fraction_ds, alphas=plan.heat_alphas, omegas=plan.fraction_omega, **common)
-    run_basins(os.fspath(store), grids, workers=workers, progress=progress)
-    fr = basin_fractions(load_results(os.fspath(store)))
-    lines = transition_lines(transitions)
-    paths = plot_basin_heatmap(fr, out_dir / "fig_basins_heatmap", d=plan.heat_d, init_scale=plan.init_scale,
-                               lines=lines)
-    at = {name: None for name in _LINE_FIELDS}
-    for tr in transitions or ():
-        if _get(tr, "omega") is not None and math.isclose(float(_get(tr, "omega")), plan.fraction_omega):
-            at = {name: _get(tr, field) for name, field in _LINE_FIELDS.items()}
-    paths += plot_fraction_vs_alpha(fr[fr["d"].isin(plan.fraction_ds)], out_dir / "fig_basins_fraction",
-                                    omega=plan.fraction_omega, init_scale=plan.init_scale, alpha_c=at["alpha_c"],
-                                    spinodals={k: v for k, v in at.items() if k != "alpha_c"})
-    setting = Setting(omega=plan.fraction_omega)
-    trajs = collect_trajectories(setting, plan.trajectory_d, plan.trajectory_alpha, tries=plan.trajectory_tries,
-                                 init_scale=plan.init_scale, record_every=plan.record_every)
-    fps = {b: {"m": p.m, "theta": p.theta, "train_loss": p.train_loss}
-           for b, p in theory_points(setting, plan.trajectory_alpha).items() if p.exists}
-    paths += plot_trajectories(trajs, out_dir / "fig_basins_trajectories", fixed_points=fps,
-                               title=f"random starts, d = {plan.trajectory_d}, alpha = {plan.trajectory_alpha:g}, "
-                                     f"omega = {plan.fraction_omega:g}")
-    return paths
 
 
 def basins_summary(store: str | os.PathLike[str], omega: float | None = None) -> dict[str, Any]:

@@ -165,6 +165,50 @@ def lbfgs_warmup(rows: Any) -> int | None:
     return vals.pop() if len(vals) == 1 else None
 
 
+def basins_figures_quick(out_dir: str | os.PathLike[str], store: str | os.PathLike[str],
+                         transitions: Sequence[Any] | None = None, plan: QuickPlan | None = None,
+                         workers: int = 1, progress: bool = False) -> list[Path]:
+    """Run (or resume) the coarse basins grid of `plan` into `store` and draw the three basins figures.
+
+    Returns the PNG and PDF paths of: fig_basins_heatmap (semantic fraction over (alpha, omega) with
+    alpha_c and the spinodals from `transitions`), fig_basins_fraction (fraction against alpha at
+    plan.fraction_omega for each d in plan.fraction_ds, binomial error bars) and fig_basins_trajectories
+    (a few starts per minimum at plan.trajectory_d, plan.trajectory_alpha, omega = plan.fraction_omega).
+    """
+    from attnphase.experiments.basins_study import LINE_FIELDS, collect_trajectories, field_of
+    from attnphase.experiments.simulation.basins import basin_fractions, basins_grids, run_basins, theory_points
+    from attnphase.experiments.store import load_results
+    from attnphase.plots.basins import plot_basin_heatmap, plot_fraction_vs_alpha, plot_trajectories
+
+    plan = plan or QuickPlan()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    common = dict(inits_per_point=plan.starts, init_scales=(plan.init_scale,), n_test=plan.n_test)
+    grids = basins_grids(d=plan.heat_d, alphas=plan.heat_alphas, omegas=plan.heat_omegas, **common)
+    grids += basins_grids(d=plan.fraction_ds, alphas=plan.heat_alphas, omegas=plan.fraction_omega, **common)
+    run_basins(os.fspath(store), grids, workers=workers, progress=progress)
+    fr = basin_fractions(load_results(os.fspath(store)))
+    lines = transition_lines(transitions)
+    paths = plot_basin_heatmap(fr, out_dir / "fig_basins_heatmap", d=plan.heat_d, init_scale=plan.init_scale,
+                               lines=lines)
+    at = {name: None for name in LINE_FIELDS}
+    for tr in transitions or ():
+        if field_of(tr, "omega") is not None and math.isclose(float(field_of(tr, "omega")), plan.fraction_omega):
+            at = {name: field_of(tr, field) for name, field in LINE_FIELDS.items()}
+    paths += plot_fraction_vs_alpha(fr[fr["d"].isin(plan.fraction_ds)], out_dir / "fig_basins_fraction",
+                                    omega=plan.fraction_omega, init_scale=plan.init_scale, alpha_c=at["alpha_c"],
+                                    spinodals={k: v for k, v in at.items() if k != "alpha_c"})
+    setting = Setting(omega=plan.fraction_omega)
+    trajs = collect_trajectories(setting, plan.trajectory_d, plan.trajectory_alpha, tries=plan.trajectory_tries,
+                                 init_scale=plan.init_scale, record_every=plan.record_every)
+    fps = {b: {"m": p.m, "theta": p.theta, "train_loss": p.train_loss}
+           for b, p in theory_points(setting, plan.trajectory_alpha).items() if p.exists}
+    paths += plot_trajectories(trajs, out_dir / "fig_basins_trajectories", fixed_points=fps,
+                               title=f"random starts, d = {plan.trajectory_d}, alpha = {plan.trajectory_alpha:g}, "
+                                     f"omega = {plan.fraction_omega:g}")
+    return paths
+
+
 def make_basins_figures(out_dir: Path, bp: QuickPlan, setting: Setting, store: Path,
                         fields: Sequence[Mapping[str, float | None]]) -> dict[str, list[Path]]:
     """The three basins figures from the store's rows of this plan; raises ValueError when there are none."""

@@ -10,6 +10,7 @@ meant to tell a minute from a day, not to the second.
 from __future__ import annotations
 
 from attnphase.errors import InputError
+from attnphase.resources import USABLE_FRACTION, available_host_memory
 from attnphase.setting import Setting
 from attnphase.theory.state_evolution.precision import get_precision
 
@@ -24,7 +25,6 @@ _STUDY_SECONDS = {"fast": 1.0, "default": 4.0, "high": 40.0}
 _GENERAL_SECONDS = 3e-4
 # A job estimated above this many seconds gets a note with the estimate before it starts.
 NOTE_SECONDS = 60.0
-USABLE_FRACTION = 0.8
 
 
 def fixed_point_bytes(setting: Setting, precision: str = "default") -> int:
@@ -61,8 +61,6 @@ def check_theory_size(setting: Setting, n_points: int, precision: str = "default
                       available: int | None = None) -> str | None:
     """Refuse (InputError, one line) a job whose fixed points do not fit in memory `workers` at a time; return a
     note with the estimated time when it is long (None otherwise)."""
-    from attnphase.experiments.simulation.memory import available_host_memory
-
     per = fixed_point_bytes(setting, precision)
     at_once = max(1, min(int(workers), int(n_points)))
     avail = (available_host_memory() if available is None else available) * USABLE_FRACTION

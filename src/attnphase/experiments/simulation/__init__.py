@@ -15,7 +15,7 @@ _WHERE = {
     "measure": ("fit_linear", "generalization_error", "linear_test_error", "overlaps"),
     "memory": ("check_memory", "estimate_memory"),
     "model": ("STUDENTS", "EmpiricalRisk", "attention_matrix", "attention_output", "sample_errors"),
-    "sampling": ("Dataset", "Problem", "positional_encodings", "sample_dataset"),
+    "sampling": ("Dataset", "SampledProblem", "positional_encodings", "sample_dataset"),
     "training": ("DEFAULTS", "OPTIMIZERS", "TrainingLog", "train"),
 }
 _MODULE_OF = {name: mod for mod, names in _WHERE.items() for name in names}
@@ -32,7 +32,7 @@ __all__ = [
     "simulate",
     "SimulationResult",
     "sample_dataset",
-    "Problem",
+    "SampledProblem",
     "Dataset",
     "positional_encodings",
     "EmpiricalRisk",

@@ -21,7 +21,7 @@ from attnphase.experiments.simulation.measure import (
 from attnphase.experiments.simulation.memory import check_memory
 from attnphase.experiments.simulation.model import EmpiricalRisk, check_student, split_weights
 from attnphase.experiments.simulation.sampling import (
-    Problem,
+    SampledProblem,
     check_size,
     generators,
     gram_factor,
@@ -32,6 +32,7 @@ from attnphase.experiments.simulation.sampling import (
 )
 from attnphase.experiments.simulation.training import optimizer_options as _merged_options
 from attnphase.experiments.simulation.training import train
+from attnphase.notes import Note, Status
 from attnphase.setting import Setting
 
 INITS = ("positional", "semantic", "random", "positional_unit")
@@ -65,7 +66,7 @@ class SimulationResult:
     train_loss: float
     test_error: float
     test_error_linear: float
-    converged: bool
+    status: Status  # ok: the gradient reached its tolerance (converged); why not otherwise: warnings
     seconds: float
     grad_norm: float
     steps: int
@@ -86,14 +87,23 @@ class SimulationResult:
     trajectory: list[dict[str, Any]] = field(default_factory=list, repr=False)
     Q: np.ndarray | None = field(default=None, repr=False)
     B_linear: np.ndarray | None = field(default=None, repr=False)
+    warnings: tuple[Note, ...] = ()
+
+    @property
+    def converged(self) -> bool:
+        return self.status == Status.ok
 
     def to_dict(self, include_curve: bool = False, include_trajectory: bool = False) -> dict[str, Any]:
         """Plain JSON-serialisable values (non-finite floats become None); Q and B are left out, the
         entries of `extra` become top-level keys, init_scale appears for random starts only."""
         out: dict[str, Any] = {}
         for name in SimulationResult.__dataclass_fields__:
-            if name in ("Q", "B_linear", "extra") or (name == "loss_curve" and not include_curve) \
+            if name in ("Q", "B_linear", "extra", "warnings") or (name == "loss_curve" and not include_curve) \
                     or (name == "trajectory" and not include_trajectory):
+                continue
+            if name == "status":
+                out["converged"] = self.converged  # the records' key since the first version
+                out["status"] = self.status.value
                 continue
             if name == "init_scale" and self.init_scale is None:
                 continue
@@ -101,6 +111,7 @@ class SimulationResult:
             if isinstance(v, float) and not math.isfinite(v):
                 v = None
             out[name] = v
+        out["warning_codes"] = [n.code.value for n in self.warnings]
         out.update(self.extra)
         return out
 
@@ -112,7 +123,7 @@ def _check_scale(init_scale: Any) -> float:
     return float(init_scale)
 
 
-def _positional_start(problem: Problem, r: int, seed: int = 0, scale: float = RANDOM_INIT_STD) -> torch.Tensor:
+def _positional_start(problem: SampledProblem, r: int, seed: int = 0, scale: float = RANDOM_INIT_STD) -> torch.Tensor:
     """Q in the span of the positional codes: column j = sqrt(d) e_j for j < k, e the orthonormal basis of
     that span (e_1 = 1/sqrt(d)), k its dimension.  For the study's positions this is every entry 1 (m = 1).
 
@@ -135,7 +146,7 @@ def _positional_start(problem: Problem, r: int, seed: int = 0, scale: float = RA
     return torch.cat([base, pad], dim=1)
 
 
-def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int, student: str = "tied",
+def initial_Q(init: str | np.ndarray | torch.Tensor, problem: SampledProblem, seed: int, student: str = "tied",
               init_scale: float | None = None) -> tuple[torch.Tensor, str]:
     """The starting weights and the name recorded for them: Q (d, r) for the tied student, W = [Q | K]
     (d, 2r) for the untied one (structured starts put K = Q; random starts draw K independently).
@@ -190,7 +201,7 @@ def initial_Q(init: str | np.ndarray | torch.Tensor, problem: Problem, seed: int
     return Q.to(dtype=dtype, device=device), init
 
 
-def measure(W: torch.Tensor, problem: Problem, student: str = "tied") -> dict[str, Any]:
+def measure(W: torch.Tensor, problem: SampledProblem, student: str = "tied") -> dict[str, Any]:
     """The recorded overlaps of weights W: q, m, theta as in docs/model.md (r = r* = 1: |m|, |theta|);
     general settings add m_norm and theta_sv; the untied student adds each factor's overlaps.
 
@@ -290,7 +301,7 @@ def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "p
         train_loss=train_loss,
         test_error=te,
         test_error_linear=te_lin,
-        converged=bool(log.converged),
+        status=log.status,
         seconds=time.perf_counter() - t0,
         grad_norm=log.grad_norm,
         steps=int(log.steps),
@@ -309,4 +320,5 @@ def simulate(setting: Setting, d: int, alpha: float, init: str | np.ndarray = "p
         trajectory=log.trajectory,
         Q=Q.detach().cpu().numpy(),
         B_linear=B.cpu().numpy(),
+        warnings=log.warnings,
     )

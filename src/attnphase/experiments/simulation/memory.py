@@ -10,17 +10,14 @@ holds the float64 draws while the cast copies are made.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 from attnphase.errors import InputError
+from attnphase.resources import USABLE_FRACTION, available_host_memory
 from attnphase.setting import Setting
 
 # Rows of x + p processed at a time by the test-error and linear-baseline evaluations (model.sample_errors).
 EVAL_CHUNK = 2048
-# Fraction of the available memory a run may plan to use (the rest covers the interpreter, torch itself and
-# allocator slack).
-USABLE_FRACTION = 0.8
 _BYTES = {"float64": 8, "float32": 4}
 _OPT_COPIES = {"gd": 3, "adam": 5}  # parameter-sized tensors alive at once (Q, grad, step / Adam moments)
 
@@ -82,21 +79,6 @@ def estimate_memory(setting: Setting, d: int, alpha: float, n_test: int = 10000,
                     student: str = "tied", dtype: str = "float64", device: str = "cpu") -> int:
     """Peak bytes one simulation needs (host plus accelerator), computed from the sizes alone."""
     return memory_parts(setting, d, alpha, n_test, optimizer, student, dtype, device).total
-
-
-def available_host_memory() -> int:
-    """MemAvailable from /proc/meminfo (Linux), else physical memory from sysconf, else a large number."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 1 << 62
 
 
 def available_device_memory(device: str) -> int:

@@ -18,6 +18,7 @@ import torch
 
 from attnphase.errors import InputError
 from attnphase.experiments.simulation.sampling import Dataset
+from attnphase.problem import fields, regulariser, regulariser_grad, student_attention
 
 STUDENTS = ("tied", "untied")
 
@@ -41,10 +42,7 @@ def split_weights(W: torch.Tensor, student: str = "tied") -> tuple[torch.Tensor,
 def attention_matrix(z: torch.Tensor, Q: torch.Tensor, K: torch.Tensor | None = None) -> torch.Tensor:
     """S = softmax_k(h_l . g_k), h_l = Q^T z_l / sqrt(d), g_k = K^T z_k / sqrt(d) (K = Q: tied);
     z (n, L, d), Q and K (d, r) -> (n, L, L)."""
-    sd = math.sqrt(z.shape[-1])
-    h = z @ Q / sd
-    g = h if K is None else z @ K / sd
-    return torch.softmax(h @ g.transpose(-1, -2), dim=-1)
+    return student_attention(fields(z, Q), None if K is None else fields(z, K))
 
 
 def attention_output(x: torch.Tensor, p: torch.Tensor, Q: torch.Tensor, K: torch.Tensor | None = None) -> torch.Tensor:
@@ -103,7 +101,7 @@ class EmpiricalRisk:
     def __call__(self, Q: torch.Tensor) -> torch.Tensor:
         """R(Q) (R(Q, K) for W = [Q | K]) as a differentiable torch expression (autograd reference for the
         hand-written gradient)."""
-        return self.data_term(Q) + 0.5 * self.lam * (Q * Q).sum()
+        return self.data_term(Q) + regulariser(Q, self.lam)
 
     def value_and_grad(self, Q: torch.Tensor) -> tuple[float, torch.Tensor]:
         """R(Q) and its gradient, back-propagated by hand.
@@ -120,17 +118,17 @@ class EmpiricalRisk:
         else:
             r = Q.shape[1] // 2
             h, g = hg[..., :r], hg[..., r:]
-        S = torch.softmax(h @ g.transpose(-1, -2), dim=-1)
+        S = student_attention(h, g)
         D = self.T - S
         sq = ((D @ self.Gx) * D).sum() - 2.0 * ((D @ self.Cxp) * S).sum() + ((S @ self.Gp) * S).sum()
-        R = sq / (2 * self.d) + 0.5 * self.lam * (Q * Q).sum()
+        R = sq / (2 * self.d) + regulariser(Q, self.lam)
         dS = (S @ self._pz - D @ self._xz) / self.d
         dscores = S * (dS - (S * dS).sum(dim=-1, keepdim=True))  # softmax backward, row-wise
         if self.student == "tied":
             dhg = (dscores + dscores.transpose(-1, -2)) @ h
         else:
             dhg = torch.cat([dscores @ g, dscores.transpose(-1, -2) @ h], dim=-1)
-        grad = self.z.reshape(-1, self.d).T @ dhg.reshape(-1, Q.shape[1]) / sd + self.lam * Q
+        grad = self.z.reshape(-1, self.d).T @ dhg.reshape(-1, Q.shape[1]) / sd + regulariser_grad(Q, self.lam)
         return float(R), grad
 
     def autograd_value_and_grad(self, Q: torch.Tensor) -> tuple[float, torch.Tensor]:

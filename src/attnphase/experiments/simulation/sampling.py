@@ -15,6 +15,8 @@ import numpy as np
 import torch
 
 from attnphase.errors import InputError
+from attnphase.problem import fields
+from attnphase.problem import teacher_attention as _teacher
 from attnphase.setting import Setting
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -127,12 +129,8 @@ def positional_encodings(d: int, L: int = 2, dtype: torch.dtype = torch.float64,
 
 
 def teacher_attention(setting: Setting, x: torch.Tensor, Q_star: torch.Tensor) -> torch.Tensor:
-    """T = (1 - omega) softmax_k(h*_l . h*_k) + omega A with h*_l = Q*^T x_l / sqrt(d); shape (n, L, L)."""
-    d = x.shape[-1]
-    h_star = x @ Q_star / math.sqrt(d)
-    scores = h_star @ h_star.transpose(-1, -2)
-    A = torch.tensor(setting.A_array.tolist(), dtype=x.dtype, device=x.device)
-    return (1.0 - setting.omega) * torch.softmax(scores, dim=-1) + setting.omega * A
+    """The teacher's attention (attnphase.problem.teacher_attention) at h*_l = Q*^T x_l / sqrt(d); (n, L, L)."""
+    return _teacher(fields(x, Q_star), setting.omega, setting.A_array)
 
 
 @dataclass
@@ -156,7 +154,7 @@ class Dataset:
 
 
 @dataclass
-class Problem:
+class SampledProblem:
     """A teacher with its training and test sets (docs/model.md)."""
 
     setting: Setting
@@ -204,7 +202,7 @@ def check_size(d: int, alpha: float) -> int:
 
 
 def sample_dataset(setting: Setting, d: int, alpha: float, seed: int = 0, n_test: int = 10000,
-                   dtype: str | torch.dtype = "float64", device: str | torch.device | None = None) -> Problem:
+                   dtype: str | torch.dtype = "float64", device: str | torch.device | None = None) -> SampledProblem:
     """Draw a teacher Q* (iid N(0, 1)), n = round(alpha d) training and n_test independent test sequences."""
     n = check_size(d, alpha)
     if isinstance(n_test, bool) or not isinstance(n_test, int | np.integer) or n_test < 1:
@@ -215,7 +213,7 @@ def sample_dataset(setting: Setting, d: int, alpha: float, seed: int = 0, n_test
     Q_star = torch.randn((d, setting.r_star), generator=gens["teacher"], dtype=torch.float64)
     train = _sequences(setting, Q_star, n, d, gens["train"])
     test = _sequences(setting, Q_star, int(n_test), d, gens["test"])
-    return Problem(
+    return SampledProblem(
         setting=setting,
         d=d,
         seed=int(seed),

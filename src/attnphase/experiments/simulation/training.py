@@ -6,7 +6,7 @@ Hessian of R is at least ~lambda away from flat directions, |Q - Q_min| per entr
 g_rms / lambda, and the excess risk per dimension about g_rms^2 / (2 lambda); the defaults below are
 chosen so that a converged run's overlaps are accurate to ~1e-3 (gd, adam) or to round-off (lbfgs).
 
-* gd / adam run a fixed number of steps (as the study did) and set converged = (g_rms <= gtol) at the end.
+* gd / adam run a fixed number of steps (as the study did); the status is ok when g_rms <= gtol at the end.
 * lbfgs first takes `warmup` (default 50) plain gradient steps with the gd learning rate, then iterates
   L-BFGS (strong-Wolfe line search) until g_rms <= gtol (or `steps` iterations, or no further progress
   is possible).  Why the warm-up: from the positional start (m = 1, far from the minimum at m ~ 0.25)
@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import torch
@@ -30,6 +31,7 @@ import torch
 from attnphase.errors import InputError
 from attnphase.experiments.simulation.lbfgs import FlatLBFGS
 from attnphase.experiments.simulation.model import EmpiricalRisk
+from attnphase.notes import Note, NoteCode, Status
 
 OPTIMIZERS = ("gd", "adam", "lbfgs")
 
@@ -72,11 +74,25 @@ class TrainingLog:
     grad_norm: float
     grad_rms: float
     gtol: float
-    converged: bool
+    status: Status
     seconds: float
-    stop_reason: str
+    stop_reason: str  # the message: why the run stopped (also when it is ok)
     loss_curve: list[float] = field(default_factory=list)
     trajectory: list[dict[str, Any]] = field(default_factory=list)
+    warnings: tuple[Note, ...] = ()  # why a run that is not ok stopped short, as a code
+
+    @property
+    def converged(self) -> bool:
+        return self.status == Status.ok
+
+
+class _Stop(Enum):
+    """Why a runner returned (None: gd / adam spent their steps)."""
+
+    max_iter = "max_iter"  # L-BFGS spent its iterations
+    gradient = "gradient below tolerance"
+    diverged = "diverged (non-finite risk)"
+    no_progress = "no further progress (round-off)"
 
 
 class _Tracer:
@@ -156,18 +172,25 @@ def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd", record_e
     t0 = time.perf_counter()
     runner = {"gd": _gd, "adam": _adam, "lbfgs": _lbfgs}[optimizer]
     with _threads_for(risk):
-        Q, steps, evals, curve, reason = runner(risk, Q0.detach().clone(), opts)
+        Q, steps, evals, curve, stop = runner(risk, Q0.detach().clone(), opts)
         R, g = risk.value_and_grad(Q)
         tracer(Q, R, force=True)
     rms = _rms(g)
-    finite = math.isfinite(R) and math.isfinite(rms)
-    if not finite:
-        reason = "diverged (non-finite risk)"
     curve.append(R / risk.d)
-    converged = finite and rms <= opts["gtol"]
-    if optimizer != "lbfgs":
-        reason = reason or ("gradient below tolerance" if converged
-                            else f"{steps} steps done, gradient above tolerance")
+    notes: tuple[Note, ...] = ()
+    if not (math.isfinite(R) and math.isfinite(rms)):
+        status, reason = Status.diverged, _Stop.diverged.value
+    elif rms <= opts["gtol"]:
+        status, reason = Status.ok, _Stop.gradient.value
+    else:
+        status = Status.not_converged
+        if stop is _Stop.no_progress:
+            notes = (Note(NoteCode.no_progress, stop.value),)
+        elif stop is _Stop.max_iter:
+            notes = (Note(NoteCode.max_iterations, f"max_iter = {opts['steps']} iterations reached"),)
+        else:
+            notes = (Note(NoteCode.max_iterations, f"{steps} steps done, gradient above tolerance"),)
+        reason = notes[0].message
     return Q.detach(), TrainingLog(
         optimizer=optimizer,
         lr=opts["lr"],
@@ -176,11 +199,12 @@ def train(risk: EmpiricalRisk, Q0: torch.Tensor, optimizer: str = "gd", record_e
         grad_norm=float(torch.linalg.vector_norm(g)),
         grad_rms=rms,
         gtol=opts["gtol"],
-        converged=converged,
+        status=status,
         seconds=time.perf_counter() - t0,
         stop_reason=reason,
         loss_curve=curve,
         trajectory=tracer.rows,
+        warnings=notes,
     )
 
 
@@ -199,9 +223,9 @@ def _gd(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
         if t % every == 0:
             curve.append(R / risk.d)
             if not math.isfinite(R):
-                return Q, t, t + 1, curve, "diverged (non-finite risk)"
+                return Q, t, t + 1, curve, _Stop.diverged
         Q = Q - lr * g
-    return Q, steps, steps, curve, ""
+    return Q, steps, steps, curve, None
 
 
 def _adam(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
@@ -216,19 +240,19 @@ def _adam(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
         if t % every == 0:
             curve.append(R / risk.d)
             if not math.isfinite(R):
-                return Q.detach(), t, t + 1, curve, "diverged (non-finite risk)"
+                return Q.detach(), t, t + 1, curve, _Stop.diverged
         opt.step()
-    return Q.detach(), steps, steps, curve, ""
+    return Q.detach(), steps, steps, curve, None
 
 
 def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
     max_iter, gtol = opts["steps"], opts["gtol"]
     warm_steps, warm_evals, warm_curve = 0, 0, []
     if opts["warmup"]:
-        Q, warm_steps, warm_evals, warm_curve, reason = _gd(
+        Q, warm_steps, warm_evals, warm_curve, stop = _gd(
             risk, Q, {"lr": opts["warmup_lr"], "steps": opts["warmup"], "_trace": opts.get("_trace")})
-        if reason:
-            return Q, warm_steps, warm_evals, warm_curve, reason
+        if stop is not None:
+            return Q, warm_steps, warm_evals, warm_curve, stop
     Qp = Q.clone()
     # torch stops on max|g| <= tolerance_grad, which implies our g_rms <= gtol; our own check between
     # short chunks catches the (usual) case where the rms criterion is met first.
@@ -251,7 +275,7 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
             trace(Qp.detach(), R)
         return R
 
-    reason = f"max_iter = {max_iter} iterations reached"
+    stop = _Stop.max_iter
     state_iter, prev_R = 0, math.inf
     while state_iter < max_iter:
         opt.step(closure)
@@ -261,16 +285,16 @@ def _lbfgs(risk: EmpiricalRisk, Q: torch.Tensor, opts: dict[str, Any]):
         else:
             R, g = risk.value_and_grad(Qp)
         if _rms(g) <= gtol:
-            reason = "gradient below tolerance"
+            stop = _Stop.gradient
             break
         if not math.isfinite(R):
-            reason = "diverged (non-finite risk)"
+            stop = _Stop.diverged
             break
         if R >= prev_R:
             # a whole chunk of iterations without any decrease: the line search is at round-off
-            reason = "no further progress (round-off)"
+            stop = _Stop.no_progress
             break
         prev_R = R
     evals = len(curve)
     every = max(1, evals // _CURVE_POINTS)
-    return Qp.detach(), warm_steps + state_iter, warm_evals + evals, warm_curve + curve[::every], reason
+    return Qp.detach(), warm_steps + state_iter, warm_evals + evals, warm_curve + curve[::every], stop

@@ -1,6 +1,6 @@
-"""GAMP at finite d for the block sign-retrieval channel, on data drawn by the package's own sampler.
+"""GAMP at finite d for the block sign-retrieval channel, on data drawn from the model (attnphase.problem).
 
-Pipeline (docs/bayes.md): ``sample_dataset`` draws Q*, the training and the test sequences; the read-off
+Pipeline (docs/bayes.md): ``Problem.sample`` (numpy) draws Q*, the training and the test sequences; the read-off
 (:mod:`attnphase.theory.bayes.readoff`) turns each training sample (x, y) into the teacher's fields up to a sign;
 the noisy variant adds N(0, delta sigma^2) to them (the same law as a teacher whose softmax sees noisy fields);
 GAMP then runs on the normalised problem: design rows F_(mu, l) = x^mu_l / (sigma sqrt(d)) (M = n L rows), blocks
@@ -37,10 +37,13 @@ from typing import Any
 import numpy as np
 
 from attnphase.errors import InputError, InputTypeError
+from attnphase.notes import Note, NoteCode
+from attnphase.problem import Problem, teacher_from_softmax, teacher_softmax
+from attnphase.resources import USABLE_FRACTION, available_host_memory
 from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.bayes.channel import check_delta, dg_out_diag, g_out
 from attnphase.theory.bayes.readoff import read_fields
-from attnphase.theory.bayes.results import AmpResult
+from attnphase.theory.bayes.results import AmpResult, bayes_note
 from attnphase.theory.model.quadrature import gauss_hermite_grid
 from attnphase.theory.solvers.fixed_point import Status
 
@@ -64,8 +67,6 @@ def memory_bytes(d: int, alpha: float, L: int, n_test: int) -> int:
 def check_amp_args(setting: Setting, d: Any, alpha: Any, seed: Any, delta: Any, n_test: Any, max_iter: Any,
                    init: Any, q0: Any) -> tuple:
     """Every option of run_amp checked before any work (sizes bounded by the memory they need)."""
-    from attnphase.experiments.simulation.memory import USABLE_FRACTION, available_host_memory
-
     if not isinstance(setting, Setting):
         raise InputTypeError("setting must be an attnphase.Setting")
     if setting.r_star != 1:
@@ -110,8 +111,6 @@ def _nodes(L: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _posterior_attention(setting: Setting, omega_t: np.ndarray, V: float, delta: float) -> np.ndarray:
     """E[T] under fields h = sigma w, w ~ N(omega_t, (V + delta) I): (n, L, L), in chunks of test samples."""
-    from attnphase.theory.model.attention import softmax_rows
-
     L = setting.L
     z, wz = _nodes(L)
     s = math.sqrt(max(V + delta, 0.0))
@@ -119,9 +118,8 @@ def _posterior_attention(setting: Setting, omega_t: np.ndarray, V: float, delta:
     out = np.empty((omega_t.shape[0], L, L))
     for i in range(0, omega_t.shape[0], per):
         h = setting.sigma * (omega_t[i:i + per, None, :] + s * z.T[None, :, :])
-        S = softmax_rows(h[..., :, None] * h[..., None, :])
-        out[i:i + per] = np.einsum("j,njlk->nlk", wz, S)
-    return (1.0 - setting.omega) * out + setting.omega * setting.A_array[None]
+        out[i:i + per] = np.einsum("j,njlk->nlk", wz, teacher_softmax(h[..., None]))
+    return teacher_from_softmax(out, setting.omega, setting.A_array)
 
 
 def _test_error(T: np.ndarray, T_hat: np.ndarray, G: np.ndarray, d: int) -> float:
@@ -132,35 +130,32 @@ def _test_error(T: np.ndarray, T_hat: np.ndarray, G: np.ndarray, d: int) -> floa
 def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float = 0.0, n_test: int = 1000,
             max_iter: int = 500, init: str = "random", q0: float = 0.1) -> AmpResult:
     """GAMP on one sampled problem (module docstring); the record has the per-iteration history."""
-    from attnphase.experiments.simulation.sampling import sample_dataset
-
     d, alpha, seed, delta, n_test, max_iter, q0 = check_amp_args(setting, d, alpha, seed, delta, n_test, max_iter,
                                                                   init, q0)
     t0 = time.perf_counter()
-    pb = sample_dataset(setting, d, alpha, seed=seed, n_test=n_test, dtype="float64", device="cpu")
+    problem = Problem(setting)
+    data = problem.sample(d, round(alpha * d), n_test, seed)
     sigma, L = setting.sigma, setting.L
     # Extra randomness (field noise, starts) from a stream of its own, so the sampler's data stay the same.
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 19]))
-    x = pb.train.x.numpy()
-    h, resid, degenerate = read_fields(setting, x, pb.train.y.numpy())
-    warnings: list[str] = []
+    x = data.x
+    h, resid, degenerate = read_fields(setting, x, data.y)
+    warnings: list[Note] = []
     if np.max(resid) > 1e-8:
-        warnings.append("readoff_residual")
+        warnings.append(bayes_note(NoteCode.readoff_residual))
     if np.any(degenerate):
-        warnings.append("readoff_degenerate")
-    qs = pb.Q_star.numpy()[:, 0]
+        warnings.append(bayes_note(NoteCode.readoff_degenerate))
+    qs = data.Q_star[:, 0]
     qn = float(qs @ qs)  # |Q*|^2 (-> d): overlaps are normalised by it, so that perfect recovery reads 1
-    xt = pb.test.x.numpy()
+    xt = data.x_test
     G_test = np.einsum("nld,nkd->nlk", xt, xt)
-    T_test = pb.test.T.numpy()
+    T_test = data.T_test
     if delta > 0:
         h = h + sigma * math.sqrt(delta) * rng.standard_normal(h.shape)
-        from attnphase.theory.model.attention import target_attention
-
         ht = (xt @ qs) / math.sqrt(d) + sigma * math.sqrt(delta) * rng.standard_normal((n_test, L))
-        T_test = target_attention(ht[:, :, None], setting.omega, setting.A_array)
+        T_test = problem.teacher_attention(ht[:, :, None])
     n = x.shape[0]
-    F = x.reshape(n * L, d)  # a view of the sampler's tokens; scaled in place (the problem is not used after)
+    F = x.reshape(n * L, d)  # a view of the sampled tokens; scaled in place (the sample is not used after)
     F *= 1.0 / (sigma * math.sqrt(d))
     Y = h / sigma
     row2 = float(np.mean(np.sum(F * F, axis=1)))
@@ -208,7 +203,7 @@ def run_amp(setting: Setting, d: int, alpha: float, seed: int = 0, delta: float 
             status = Status.ok
             break
     if status == Status.not_converged:
-        warnings.append("max_iterations")
+        warnings.append(bayes_note(NoteCode.max_iterations))
     from attnphase.theory.model.baseline import linear_baseline
 
     return AmpResult(d=d, n=n, alpha=alpha, L=L, omega=setting.omega, delta=delta, seed=seed, init=init,

@@ -24,9 +24,9 @@ from functools import lru_cache
 import numpy as np
 
 from attnphase.errors import InputTypeError
+from attnphase.problem import teacher_softmax
 from attnphase.setting import Setting
 from attnphase.theory.bayes.channel import check_delta, check_overlap
-from attnphase.theory.model.attention import softmax_rows
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
 
 # Points per dimension of the nested rule by L (outer = inner), and of the rule giving the error estimate.
@@ -35,7 +35,8 @@ CHUNK = 2_000_000  # score matrices evaluated at once
 
 
 def _scores_softmax(h: np.ndarray) -> np.ndarray:
-    return softmax_rows(h[..., :, None] * h[..., None, :])
+    """The teacher's softmax at scalar fields h (..., L) (rank-1 teacher)."""
+    return teacher_softmax(h[..., None])
 
 
 def _nested_gh(q: float, L: int, sigma: float, delta: float, n: int) -> float:

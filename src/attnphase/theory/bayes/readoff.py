@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.errors import InputError
+from attnphase.problem import softmax_from_teacher
 from attnphase.setting import Setting
 
 # A sample whose centred fields |u - ubar| fall below this is degenerate (all fields equal).
@@ -36,7 +37,7 @@ def fields_from_attention(T: np.ndarray, omega: float, A: np.ndarray) -> tuple[n
     """(fields h (n, L) up to sign, residual max |C - h (h - hbar)^T| per sample, degenerate mask) from T."""
     if omega >= 1.0:
         raise InputError("omega = 1: T = A reveals nothing about the teacher's fields")
-    S = (T - omega * np.asarray(A)[None]) / (1.0 - omega)
+    S = softmax_from_teacher(T, omega, A)
     logS = np.log(np.clip(S, TINY, None))
     C = logS - logS.mean(axis=2, keepdims=True)
     U, s, Vt = np.linalg.svd(C)

@@ -1,6 +1,6 @@
 """Result records of the Bayes-optimal theory and of GAMP (frozen; status: attnphase.theory.fixed_point.Status).
 
-Warnings are short machine-readable codes (WARNINGS says what each means)."""
+Warnings are attnphase.notes.Note records: a code to branch on (WARNINGS says what each means), a message to read."""
 
 from __future__ import annotations
 
@@ -9,17 +9,29 @@ from typing import Any
 
 import numpy as np
 
+from attnphase.notes import Note, NoteCode
 from attnphase.theory.solvers.fixed_point import Status
 
 WARNINGS = {
-    "uninformative_channel": "omega = 1: the labels reveal nothing about the teacher",
-    "near_threshold": "alpha within 1% of a threshold: the fixed point is marginal and iterations slow down",
-    "hard_phase": "the Bayes-optimal overlap is not reached from an uninformative start (alpha_it < alpha < alpha_alg)",
-    "max_iterations": "GAMP stopped at its iteration limit before its change fell below the tolerance",
-    "readoff_residual": "the read-off of the teacher's fields left a residual above 1e-8 for some sample",
-    "readoff_degenerate": "some sample's fields are (nearly) all equal: the read-off is ill-conditioned there",
-    "quadrature_error": "the integration error estimate exceeds 1e-6 relative",
+    NoteCode.uninformative_channel: "omega = 1: the labels reveal nothing about the teacher",
+    NoteCode.near_threshold: "alpha within 1% of a threshold: the fixed point is marginal and iterations slow down",
+    NoteCode.hard_phase: "the Bayes-optimal overlap is not reached from an uninformative start "
+                         "(alpha_it < alpha < alpha_alg)",
+    NoteCode.max_iterations: "GAMP stopped at its iteration limit before its change fell below the tolerance",
+    NoteCode.readoff_residual: "the read-off of the teacher's fields left a residual above 1e-8 for some sample",
+    NoteCode.readoff_degenerate: "some sample's fields are (nearly) all equal: the read-off is ill-conditioned there",
+    NoteCode.quadrature_error: "the integration error estimate exceeds 1e-6 relative",
 }
+
+
+def bayes_note(code: NoteCode) -> Note:
+    """The Note of one of the Bayes / GAMP warning codes, with its message."""
+    return Note(code, WARNINGS[code])
+
+
+def _notes_dict(notes: tuple[Note, ...]) -> dict[str, list[str]]:
+    # As FixedPoint.to_dict: messages to read, codes to branch on.
+    return {"warnings": [n.message for n in notes], "warning_codes": [n.code.value for n in notes]}
 
 
 def _clean(v: Any) -> Any:
@@ -49,7 +61,7 @@ class BayesPoint:
     free_entropy: float
     phase: str
     status: Status
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Note, ...] = ()
     residual: float = 0.0
     errors: dict[str, float] = field(default_factory=dict)
 
@@ -63,7 +75,7 @@ class BayesPoint:
                                                     "free_entropy", "phase", "residual")}
         d["status"] = self.status.value
         d["converged"] = self.converged
-        d["warnings"] = list(self.warnings)
+        d.update(_notes_dict(self.warnings))
         d["test_error_err"] = self.errors.get("test_error", 0.0)
         return d
 
@@ -94,7 +106,7 @@ class AmpResult:
     test_error_linear_measured: float
     iterations: int
     status: Status
-    warnings: tuple[str, ...]
+    warnings: tuple[Note, ...]
     history_overlap: tuple[float, ...]
     history_self_overlap: tuple[float, ...]
     history_test_error: tuple[float, ...]
@@ -113,7 +125,7 @@ class AmpResult:
                                                     "readoff_residual")}
         d["status"] = self.status.value
         d["converged"] = self.converged
-        d["warnings"] = list(self.warnings)
+        d.update(_notes_dict(self.warnings))
         if history:
             d["history"] = {"overlap": list(self.history_overlap), "self_overlap": list(self.history_self_overlap),
                             "test_error": list(self.history_test_error),

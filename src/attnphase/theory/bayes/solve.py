@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attnphase.errors import InputError, InputTypeError
+from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.bayes.channel import check_delta
 from attnphase.theory.bayes.observables import bayes_test_error
-from attnphase.theory.bayes.results import BayesPoint
+from attnphase.theory.bayes.results import BayesPoint, bayes_note
 from attnphase.theory.bayes.state_evolution import best_fixed_point, fixed_points, se_map
 from attnphase.theory.bayes.thresholds import NAMES, thresholds
 from attnphase.theory.model.baseline import linear_baseline
@@ -46,10 +47,11 @@ def bayes_point(setting: Setting, alpha: float, delta: float = 0.0, test_error_l
     L, omega = setting.L, setting.omega
     if test_error_linear is None:
         test_error_linear = _baseline(setting, delta)
-    warnings: list[str] = []
+    warnings: list[Note] = []
     if omega == 1.0:
         return BayesPoint(alpha, L, omega, delta, 0.0, 0.0, 0.0, 0.0, test_error_linear, float("nan"),
-                          "uninformative", Status.ok, ("uninformative_channel",), 0.0, {"test_error": 0.0})
+                          "uninformative", Status.ok, (bayes_note(NoteCode.uninformative_channel),), 0.0,
+                          {"test_error": 0.0})
     fps = fixed_points(alpha, L, delta)
     best = best_fixed_point(fps)
     amp = 0.0 if fps[0].stable else next((p.q for p in fps[1:] if p.stable), fps[-1].q)
@@ -58,14 +60,14 @@ def bayes_point(setting: Setting, alpha: float, delta: float = 0.0, test_error_l
     for name in NAMES:
         c = th.critical[name]
         if c.found and abs(alpha - c.value) < 0.01 * c.value:
-            warnings.append("near_threshold")
+            warnings.append(bayes_note(NoteCode.near_threshold))
             break
     if amp < q - 1e-9:
-        warnings.append("hard_phase")
+        warnings.append(bayes_note(NoteCode.hard_phase))
     te, te_err = bayes_test_error(setting, q, delta)
     te_amp, _ = (te, te_err) if amp == q else bayes_test_error(setting, amp, delta)
     if te > 0 and te_err > 1e-6 * te:
-        warnings.append("quadrature_error")
+        warnings.append(bayes_note(NoteCode.quadrature_error))
     status = Status.ok if residual < RESIDUAL_TOL and best.stable else Status.not_converged
     return BayesPoint(alpha, L, omega, delta, q, amp, te, te_amp, test_error_linear, best.free_entropy, _phase(q),
                       status, tuple(warnings), residual, {"test_error": te_err})

@@ -20,10 +20,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from attnphase.problem import teacher_attention as target_attention
 from attnphase.setting import Setting
 from attnphase.theory.dynamics._two_token_kernel import two_token_averages
 from attnphase.theory.dynamics.local import loss_grad_hessdiag
-from attnphase.theory.model.attention import target_attention
 from attnphase.theory.model.loss import target_diagonal
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Inadmissible

@@ -32,10 +32,10 @@ from scipy.optimize import brentq
 from scipy.special import digamma, polygamma
 
 from attnphase.errors import InputError
+from attnphase.problem import scores, softmax_rows
 from attnphase.setting import Setting, check_int, check_number
 from attnphase.theory.dynamics.drift import drift
 from attnphase.theory.dynamics.start import gram_factor
-from attnphase.theory.model.attention import scores, softmax_rows
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
 
 # Points for the student-only and teacher-only averages (L r and L r* dimensions).

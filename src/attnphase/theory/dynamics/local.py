@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnphase.theory.model.attention import scores, softmax_rows
+from attnphase.problem import scores, softmax_rows
 
 
 def loss_grad_hessdiag(h: np.ndarray, T: np.ndarray, sigma2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,2 +1,2 @@
-"""The physics of the model, once: overlaps and their layout, prior side, channel side, loss and attention,
-observables, the linear baseline, quadrature."""
+"""The physics of the model (its formulas are attnphase.problem): overlaps and their layout, prior side, channel
+side, the two-token loss in closed form, observables, the linear baseline, quadrature."""

@@ -2,6 +2,7 @@
 
 With L^2 parameters it reaches its population optimum B = E[T] at any alpha > 0 as d -> infinity, so
     test_error_linear = (1/2) sum_{l,k} sigma^2 Var(T_lk) = (1/2)(1 - omega)^2 sigma^2 sum_{l,k} Var(softmax(h* h*^T)_lk)
+(T is affine in the softmax, attnphase.problem.teacher_from_softmax)
 with h*_l iid N(0, rho I_{r*}).  For L = 2, r* = 1 each row is (s, 1 - s), so the sum is 2 Var(S_11) + 2 Var(S_22),
 a two-dimensional integral done by a tensor Gauss-Hermite rule (error: 80- vs 60-point rules).  Otherwise the
 L r*-dimensional integral is done with scrambled Sobol points (error: spread over scramblings).
@@ -12,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from attnphase.errors import InputTypeError
+from attnphase.problem import teacher_from_softmax, teacher_softmax
 from attnphase.setting import Setting
-from attnphase.theory.model.attention import scores, softmax_rows
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
 
 
@@ -34,10 +34,8 @@ class LinearBaseline:
 
 def _moments(n: int, rho: float) -> tuple[float, float, float, float]:
     z, w = gauss_hermite_grid(n, 2)
-    h1 = np.sqrt(rho) * z[0]
-    h2 = np.sqrt(rho) * z[1]
-    s1 = expit(h1 * (h1 - h2))
-    s2 = expit(h2 * (h2 - h1))
+    S = teacher_softmax(np.sqrt(rho) * z.T[:, :, None])
+    s1, s2 = np.ascontiguousarray(S[:, 0, 0]), np.ascontiguousarray(S[:, 1, 1])  # BLAS dot: contiguous, as before
     m1, m2 = float(w @ s1), float(w @ s2)
     return m1, m2, float(w @ s1**2) - m1**2, float(w @ s2**2) - m2**2
 
@@ -48,13 +46,13 @@ def _general(setting: Setting, log2_n: int = 16, replicas: int = 8) -> LinearBas
     for k in range(replicas):
         z = gaussian_sobol(log2_n, L * rs, 4241 + k)
         hs = np.sqrt(setting.rho) * z.T.reshape(-1, L, rs)
-        S = softmax_rows(scores(hs))
+        S = teacher_softmax(hs)
         mean = S.mean(axis=0)
         var = (S**2).mean(axis=0) - mean**2
         vals.append(0.5 * (1 - setting.omega) ** 2 * setting.sigma**2 * float(var.sum()))
         means.append(mean)
     v = np.array(vals)
-    ET = (1 - setting.omega) * np.mean(means, axis=0) + setting.omega * setting.A_array
+    ET = teacher_from_softmax(np.mean(means, axis=0), setting.omega, setting.A_array)
     return LinearBaseline(omega=setting.omega, test_error_linear=float(v.mean()),
                           error=float(v.std(ddof=1) / np.sqrt(replicas)), mean_attention=ET)
 
@@ -72,7 +70,7 @@ def linear_baseline(setting: Setting) -> LinearBaseline:
         m1, m2, v1, v2 = _moments(n, setting.rho)
         value = (1 - omega) ** 2 * sigma2 * (v1 + v2)  # (1/2) * 2 (v1 + v2)
         soft = np.array([[m1, 1 - m1], [1 - m2, m2]])
-        return value, (1 - omega) * soft + omega * setting.A_array
+        return value, teacher_from_softmax(soft, omega, setting.A_array)
 
     fine, ET = te(80)
     coarse, _ = te(60)

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from attnphase.errors import InputError
+from attnphase.problem import teacher_attention
 from attnphase.setting import Setting
-from attnphase.theory.model.attention import target_attention
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
 from attnphase.theory.prox import LocalMinima, check_minima, choose_kernel, prox
 from attnphase.theory.prox.two_token import GTOL, MAX_ITER, NO_GIVEN, converged
@@ -129,7 +129,7 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
     every one is continued by Newton and the lowest kept (prox's minima path), instead of the own starts."""
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
-    T = target_attention(hstar, setting.omega, setting.A_array)
+    T = teacher_attention(hstar, setting.omega, setting.A_array)
     V = 0.5 * (o.V + o.V.T)
     Vinv = np.array([[1.0 / V[0, 0]]]) if V.shape == (1, 1) else np.linalg.inv(V)
     sol = prox(w, T, Vinv, setting.sigma**2, kernel=kernel, untied=setting.untied, warm=warm, minima=minima)

@@ -1,9 +1,10 @@
-"""The per-sample attention loss as a function of the fields, L = 2, r = r* = 1.
+"""The per-sample attention loss of attnphase.problem written out for L = 2, r = r* = 1, with its derivatives.
 
 For two tokens the row-wise softmax is a logistic:
     S_11 = logistic(h_1 (h_1 - h_2)),  S_22 = logistic(h_2 (h_2 - h_1)),
-and l(h, h*) = sigma^2 [(S_11 - T_11)^2 + (S_22 - T_22)^2].  scipy's expit is overflow-safe, so huge
-scores saturate cleanly instead of producing NaN.
+and l(h, h*) = sigma^2 [(S_11 - T_11)^2 + (S_22 - T_22)^2] (problem.loss: each row's two errors are equal and
+opposite).  scipy's expit is overflow-safe, so huge scores saturate cleanly instead of producing NaN.  The closed
+forms are the prox's objective and Newton derivatives; tests/test_problem.py holds them equal to problem.loss.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from attnphase.problem import teacher_attention
+
 
 def target_diagonal(hs1: np.ndarray, hs2: np.ndarray, omega: float, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Diagonal entries (T_11, T_22) of T = (1 - omega) softmax(h* h*^T) + omega A."""
-    t1 = (1.0 - omega) * expit(hs1 * (hs1 - hs2)) + omega * A[0, 0]
-    t2 = (1.0 - omega) * expit(hs2 * (hs2 - hs1)) + omega * A[1, 1]
-    return t1, t2
+    """Diagonal entries (T_11, T_22) of the teacher's T (problem.teacher_attention) at scalar fields (h*_1, h*_2)."""
+    hs1, hs2 = np.broadcast_arrays(np.asarray(hs1, dtype=np.float64), np.asarray(hs2, dtype=np.float64))
+    T = teacher_attention(np.stack([hs1, hs2], axis=-1)[..., None], omega, A)
+    return T[..., 0, 0], T[..., 1, 1]
 
 
 def attention_loss(h1: np.ndarray, h2: np.ndarray, t1: np.ndarray, t2: np.ndarray, sigma2: float) -> np.ndarray:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnphase.problem import Problem
 from attnphase.setting import Setting
-from attnphase.theory.model.attention import attention_loss, softmax_rows, target_attention
 from attnphase.theory.model.channel import fields, points_dim
 from attnphase.theory.model.loss import attention_loss as attention_loss_2d
 from attnphase.theory.model.loss import target_diagonal
@@ -53,12 +53,11 @@ def _te_qmc(setting: Setting, o: Overlaps, rep: int) -> float:
         # q (or rho - theta^T q^-1 theta) is not positive definite at these overlaps (a collapsed or degenerate
         # point): no number rather than a crash; the fixed point's status says why.
         return float("nan")
-    T = target_attention(hstar, setting.omega, setting.A_array)
-    if setting.untied:
-        half = w.shape[2] // 2
-        E = softmax_rows(np.einsum("nla,nka->nlk", w[:, :, :half], w[:, :, half:])) - T
-        return float(np.mean(0.5 * setting.sigma**2 * np.einsum("nlk,nlk->n", E, E)))
-    return float(np.mean(attention_loss(w, T, setting.sigma**2)))
+    pb = Problem(setting)
+    # The untied student's fields are (h^Q, h^K) side by side: the scores are h^Q h^K^T.
+    half = w.shape[2] // 2
+    S = pb.student_attention(w[:, :, :half], w[:, :, half:]) if setting.untied else pb.student_attention(w)
+    return float(np.mean(pb.loss(S, pb.teacher_attention(hstar))))
 
 
 def test_error_estimate(setting: Setting, o: Overlaps) -> float:

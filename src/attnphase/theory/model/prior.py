@@ -1,4 +1,5 @@
-"""Prior side: hat overlaps -> overlaps, closed form for the ridge penalty and Gaussian tokens.
+"""Prior side: hat overlaps -> overlaps, closed form for the ridge penalty (attnphase.problem.regulariser) and
+Gaussian tokens.
 
 With K = (lambda I_r + sigma^2 Vhat)^{-1} (r x r), rho = sigma^2 I_{r*} and G the positional Gram matrix:
     V = sigma^2 K,   theta = sigma^2 K thetahat rho,   m = G mhat K,

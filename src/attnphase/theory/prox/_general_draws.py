@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnphase.problem import teacher_attention
+
 
 @dataclass
 class ProxProblem:
@@ -22,12 +24,6 @@ class ProxProblem:
     m: float
     V: float
     corr: float
-
-
-def softmax_rows(Z: np.ndarray) -> np.ndarray:
-    Z = Z - Z.max(axis=-1, keepdims=True)
-    E = np.exp(Z)
-    return E / E.sum(axis=-1, keepdims=True)
 
 
 def draw_problem(L: int, r: int, n: int, seed: int, *, q: float | None = None, m: float | None = None,
@@ -51,5 +47,5 @@ def draw_problem(L: int, r: int, n: int, seed: int, *, q: float | None = None, m
     A = (1.0 - a) * np.eye(L) + (a / L) * np.ones((L, L))
     if L == 2:
         A = np.array([[0.6, 0.4], [0.4, 0.6]])
-    T = (1.0 - omega) * softmax_rows(hs @ hs.transpose(0, 2, 1)) + omega * A
+    T = teacher_attention(hs, omega, A)
     return ProxProblem(w=w, T=T, Vinv=np.eye(r) / V, sigma2=sigma2, q=q, m=m, V=V, corr=corr)

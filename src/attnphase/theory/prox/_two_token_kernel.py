@@ -253,7 +253,7 @@ FF, FXI, FETA = range(3)
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _expit_scipy(u):
-    # scipy.special.expit's formula (1 / (1 + exp(-u))), so the targets equal attention.target_attention's.
+    # scipy.special.expit's formula (1 / (1 + exp(-u))), so the targets equal problem.teacher_attention's.
     return 1.0 / (1.0 + math.exp(-u))
 
 

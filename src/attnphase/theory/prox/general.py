@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.errors import InputError, InputTypeError
-from attnphase.theory.prox._general_draws import softmax_rows
+from attnphase.problem import loss, softmax_rows
 from attnphase.theory.prox._general_kernel import multistart
 from attnphase.theory.prox._general_starts import n_own_starts, own_starts_untied, score_form
 from attnphase.theory.prox._general_starts import own_starts as _own_starts
@@ -81,8 +81,7 @@ def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sig
     quad = 0.5 * np.einsum("nla,ab,nlb->n", d, np.asarray(Vinv, dtype=float), d)
     with np.errstate(over="ignore", invalid="ignore"):
         Z = np.clip(scores(h, untied), -1e300, 1e300)
-    S = softmax_rows(Z)
-    return quad + 0.5 * sigma2 * ((S - T) ** 2).sum(axis=(1, 2))
+    return quad + loss(softmax_rows(Z), T, sigma2)
 
 
 def own_starts(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, *, untied: bool = False) -> np.ndarray:

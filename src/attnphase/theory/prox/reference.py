@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from attnphase.theory.model.attention import attention_loss, attention_loss_grad, softmax_rows
+from attnphase.problem import loss, loss_and_grad, student_attention
 
 
 @dataclass
@@ -25,13 +25,12 @@ class ReferenceResult:
 
 def untied_loss_grad(h: np.ndarray, T: np.ndarray, sigma2: float) -> tuple[np.ndarray, np.ndarray]:
     """The untied loss and its gradient: h = (h^Q, h^K) (n, L, 2r'), scores s = h^Q h^K^T;
-    with D = dl/ds (as in attention_loss_grad): dl/dh^Q = D h^K, dl/dh^K = D^T h^Q."""
+    with D = dl/ds (as in problem.loss_and_grad): dl/dh^Q = D h^K, dl/dh^K = D^T h^Q."""
     half = h.shape[2] // 2
     hq, hk = h[:, :, :half], h[:, :, half:]
-    S = softmax_rows(np.einsum("nla,nka->nlk", hq, hk))
-    E = S - T
-    value = 0.5 * sigma2 * np.einsum("nlk,nlk->n", E, E)
-    gS = sigma2 * E
+    S = student_attention(hq, hk)
+    value = loss(S, T, sigma2)
+    gS = sigma2 * (S - T)
     D = S * (gS - np.sum(S * gS, axis=-1, keepdims=True))
     grad = np.concatenate([D @ hk, np.swapaxes(D, 1, 2) @ hq], axis=2)
     return value, grad
@@ -41,14 +40,14 @@ def objective(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sig
               untied: bool = False) -> np.ndarray:
     """F(h) at every point: h, w (n, L, r), T (n, L, L)."""
     d = h - w
-    loss = untied_loss_grad(h, T, sigma2)[0] if untied else attention_loss(h, T, sigma2)
-    return 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d) + loss
+    value = untied_loss_grad(h, T, sigma2)[0] if untied else loss(student_attention(h), T, sigma2)
+    return 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d) + value
 
 
 def objective_grad(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float,
                    untied: bool = False):
     d = h - w
-    val, g = untied_loss_grad(h, T, sigma2) if untied else attention_loss_grad(h, T, sigma2)
+    val, g = untied_loss_grad(h, T, sigma2) if untied else loss_and_grad(h, T, sigma2)
     return val + 0.5 * np.einsum("nlr,rs,nls->n", d, Vinv, d), g + d @ Vinv
 
 

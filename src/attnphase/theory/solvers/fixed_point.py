@@ -9,22 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from attnphase.notes import Note, NoteCode
-
-
-class Status(StrEnum):
-    """Outcome of a solve.  Only ``ok`` is a result; the others keep their numbers for diagnosis only."""
-
-    ok = "ok"
-    not_converged = "not_converged"
-    collapsed = "collapsed"  # the iterate flowed to another (more symmetric) branch
-    diverged = "diverged"  # the iterate ran off to infinity or to an unphysical point
-    inadmissible = "inadmissible"  # the map cannot be evaluated (left the admissible set)
+from attnphase.notes import Note, NoteCode, Status  # noqa: F401 - Status is read from here too
 
 
 class Inadmissible(ValueError):
