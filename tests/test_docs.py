@@ -68,3 +68,54 @@ def test_no_reference_outside_the_repository():
         text = f.read_text()
         assert "../shared" not in text and "MODEL.md" not in text, f
     assert "docs/" in (ROOT / "README.md").read_text()
+
+
+def _dotted_names() -> dict[str, set[str]]:
+    """Every dotted `attnphase.` name in the README, the pages and the tutorial notebook, with where it is."""
+    import json
+
+    texts = {p.name: p.read_text() for p in [ROOT / "README.md", *DOCS.glob("*.md")]}
+    nb = json.loads((DOCS / "tutorial.ipynb").read_text())
+    texts["tutorial.ipynb"] = "\n".join("".join(c["source"]) for c in nb["cells"])
+    names: dict[str, set[str]] = {}
+    for where, text in texts.items():
+        for m in re.finditer(r"(?<![\w./-])attnphase(?:\.[A-Za-z_]\w*)+", text):
+            names.setdefault(m.group(0), set()).add(where)
+    return names
+
+
+def _resolve(name: str) -> object:
+    """Import the longest importable module prefix of `name`, then getattr the rest."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        try:
+            obj = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the module exists but needs something missing: a real failure
+                raise
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(name)
+
+
+def test_every_dotted_name_in_the_docs_exists():
+    # issue 31: attnphase.plots_bayes, attnphase.theory.curves, attnphase.store.ResultStore were named but did not exist
+    names = _dotted_names()
+    assert len(names) > 20 and "attnphase.experiments.store" in names
+    missing = {}
+    for name, where in sorted(names.items()):
+        try:
+            _resolve(name)
+        except (ImportError, AttributeError) as exc:
+            missing[name] = (sorted(where), str(exc))
+    assert not missing, missing
+
+
+def test_the_index_links_every_page_of_the_nav():
+    index = (DOCS / "index.md").read_text()
+    for page in _nav_pages():
+        if page != "index.md":
+            assert f"]({page}" in index, page
