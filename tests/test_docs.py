@@ -119,3 +119,33 @@ def test_the_index_links_every_page_of_the_nav():
     for page in _nav_pages():
         if page != "index.md":
             assert f"]({page}" in index, page
+
+
+def test_the_site_offers_the_executed_notebook_for_download(tmp_path, monkeypatch):
+    # issue 31: the notebook is stored without outputs; the site's page and its .ipynb download carry them
+    import json
+
+    import nbformat
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import File, Files
+
+    def executed(path):  # noqa: ANN001, ANN202 - stands in for nbclient (seconds of kernel start-up)
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="an output\n")]
+        return nb
+
+    monkeypatch.setattr(notebooks_hook, "execute", executed)
+    config = MkDocsConfig()
+    config.load_dict({"site_name": "t", "docs_dir": str(DOCS), "site_dir": str(tmp_path)})
+    config.validate()
+    monkeypatch.setattr(config.plugins, "_current_plugin", None, raising=False)  # set by mkdocs' event dispatch
+    files = Files([File(name, str(DOCS), str(tmp_path), False) for name in notebooks_hook.NOTEBOOKS])
+    out = notebooks_hook.on_files(files, config)
+    for name in notebooks_hook.NOTEBOOKS:
+        download = out.get_file_from_path(name)
+        nb = json.loads(download.content_string)
+        assert all(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), name
+        page = out.get_file_from_path(name.removesuffix(".ipynb") + ".md")
+        assert "an output" in page.content_string
