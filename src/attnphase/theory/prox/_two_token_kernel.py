@@ -14,12 +14,13 @@ together).  It returns per-point terms only, laid out as the pointwise path's ar
 left to numpy, the same reductions on the same numbers, so the hat overlaps equal that path's bitwise and do not
 depend on the number of threads (a prange reduction would).
 
-The Newton code is inlined (numba's inline="always") into the per-block functions the parallel loops call: with
-the interleaved starts and the square-root-free definiteness test it makes an evaluation about 40 % cheaper.
-Called per point instead, the arrays' reference counting and the lost interleaving cost 20-40 % of the runtime.
-Inlined into the parallel loops themselves, the same code made numba's parfor passes slow: the first compilation
-took 26 s (prox_kernel) and 32 s (channel_kernel) of CPU, now 15 s and 24 s, with the same numbers bitwise and
-the same speed (docs/numerics.md; cached afterwards).
+The Newton code is inlined (numba's inline="always") into best_of_starts: with the interleaved starts and the
+square-root-free definiteness test it makes an evaluation about 40 % cheaper.  Called per point instead, the
+arrays' reference counting and the lost interleaving cost 20-40 % of the runtime.  best_of_starts itself is
+inlined by LLVM (forceinline) into the per-block functions the parallel loops call, so numba compiles it once for
+both kernels and its parfor passes see a one-call loop body: inlined by numba into the parallel loops, as before,
+the first compilation took 26 s (prox_kernel) and 32 s (channel_kernel) of CPU; now about 17 s and 3 s, with the
+same numbers bitwise and the same speed (docs/numerics.md; cached afterwards).
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def _keep(i, h1, h2, v, g, best_v, bh1, bh2, bg, count, mins):
     return best_v, bh1, bh2, bg, count + 1
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, given, gcount, mins):
     """Point i's global minimiser (prox_kernel's starts; w1 ... z2 are point i's values), its distinct Newton end
     points written into mins[i] (row of shape (MAX_MINIMA, 2), NaN beforehand): (h1, h2, value, grad_norm, count).
@@ -226,7 +227,7 @@ def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, giv
 def _prox_block(lo, hi, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, given, gcount, out_h1, out_h2, out_val,
                 out_gn, mins, count):
     """prox_kernel's points lo..hi-1 (serial).  The parallel loop only calls this: numba's parfor passes then see
-    a one-call body, not the inlined Newton code (their cost grows quickly with the body's size)."""
+    a one-call body, not the inlined Newton code (their cost grows steeply with the body's size)."""
     for i in range(lo, hi):
         h1, h2, v, g, c = best_of_starts(i, w1[i], w2[i], t1[i], t2[i], z1[i], z2[i], inv_v, sigma2, gtol, max_iter,
                                          given, gcount, mins)
