@@ -26,7 +26,7 @@ $(BIN)/attnphase: pyproject.toml
 
 install: $(BIN)/attnphase
 
-# The main job: a quick reproduction of the study with figures and a report (under 5 minutes on 2 cores).
+# The main job: a quick reproduction of the study with figures and a report (7.6 minutes on a loaded 2-core machine).
 reproduce: install
 	$(BIN)/attnphase reproduce --out $(OUT) --quick
 

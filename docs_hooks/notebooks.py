@@ -3,7 +3,8 @@
 Each ``docs/*.ipynb`` listed in NOTEBOOKS is run top to bottom by nbclient (a fresh Python kernel, ipykernel) and
 becomes the page ``<name>.md``: markdown cells as they are, code cells as Python blocks, their outputs (text, and
 PNG figures embedded as data URIs) after them.  A cell that raises fails the build (nbclient's CellExecutionError
-is not caught), so the tutorial can never go stale.  The .ipynb itself is copied to the site for download.
+is not caught), so the tutorial can never go stale.  The site's .ipynb for download is the executed one, with its
+outputs (the repository stores it without them).
 
 Lighter than mkdocs-jupyter or nbconvert: nbclient + ipykernel are the only additions (the ``docs`` extra).
 """
@@ -61,6 +62,8 @@ def execute(path: Path):  # noqa: ANN201 - an nbformat NotebookNode
     env_src = str(Path(__file__).resolve().parent.parent / "src")
     # The kernel imports attnphase from this checkout even where it is not installed (PYTHONPATH=src builds).
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (env_src, os.environ.get("PYTHONPATH")) if p)
+    # The same page on every build: no "compiling ... (first use)" notice where the kernels were not cached yet.
+    os.environ["ATTNPHASE_QUIET"] = "1"
     from jupyter_client import KernelManager
 
     # IPC, not TCP: a local kernel, and no "running over TCP without encryption" warning in the build's output.
@@ -84,4 +87,11 @@ def on_files(files, config):  # noqa: ANN001, ANN201 - mkdocs' hook signature
         log.info("executed %s in %.0f s", name, time.perf_counter() - t0)
         page = name.removesuffix(".ipynb") + ".md"
         files.append(File.generated(config, page, content=_render(nb)))
+        # The download is the executed notebook too (the repository keeps it without outputs).
+        stored = files.get_file_from_path(name)
+        if stored is not None:
+            files.remove(stored)
+        import nbformat
+
+        files.append(File.generated(config, name, content=nbformat.writes(nb)))
     return files

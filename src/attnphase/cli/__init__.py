@@ -86,6 +86,7 @@ def _prepare(args: argparse.Namespace) -> None:
     """Checks shared by every command, before its handler does any work."""
     if getattr(args, "quiet", False):
         args.no_progress = True  # the commands' own --no-progress switch, where they have one
+        os.environ["ATTNPHASE_QUIET"] = "1"  # the library's notices (a kernel compiling), in pool workers too
     elif not hasattr(args, "no_progress"):
         args.no_progress = False
     check_common_options(args)

@@ -31,7 +31,8 @@ from attnphase.problem import teacher_attention
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
 from attnphase.theory.prox import LocalMinima, check_minima, choose_kernel, prox
-from attnphase.theory.prox.two_token import GTOL, MAX_ITER, NO_GIVEN, converged
+from attnphase.theory.prox._compile_notice import compile_notice
+from attnphase.theory.prox.two_token import GTOL, MAX_ITER, NO_GIVEN, STUDY_COMPILE, converged
 from attnphase.theory.solvers.fixed_point import Inadmissible
 
 
@@ -210,10 +211,11 @@ def _update_fused(setting: Setting, alpha: float, o: Overlaps, points: np.ndarra
     V = (0.5 * (o.V + o.V.T))[0, 0]
     V_prox = 1.0 / float(1.0 / V)
     A = setting.A_array
-    h, mins, count, prods, f_sum, value, grad = channel_kernel(
-        np.ascontiguousarray(points.T), float(sq), float(o.m[0, 0]), float(o.m[1, 0]), float(o.theta[0, 0] / sq),
-        float(mats["c"][0, 0]), float(setting.omega), float(A[0, 0]), float(A[1, 1]), float(V), V_prox,
-        float(setting.sigma**2), GTOL, MAX_ITER, given, gcount)
+    with compile_notice("the two-token channel kernel", (channel_kernel,), STUDY_COMPILE):
+        h, mins, count, prods, f_sum, value, grad = channel_kernel(
+            np.ascontiguousarray(points.T), float(sq), float(o.m[0, 0]), float(o.m[1, 0]), float(o.theta[0, 0] / sq),
+            float(mats["c"][0, 0]), float(setting.omega), float(A[0, 0]), float(A[1, 1]), float(V), V_prox,
+            float(setting.sigma**2), GTOL, MAX_ITER, given, gcount)
     hats = _hats(setting, b, alpha, o, mats, _scalar_mean(prods[FF]), f_sum[:, None] / n, _scalar_mean(prods[FXI]),
                  lambda: _scalar_mean(prods[FETA]))
     failures = int(n - np.count_nonzero(converged(grad)))

@@ -26,11 +26,15 @@ import numpy as np
 
 # Scores beyond this are clamped: exp(z - max) is then exactly 0 or 1 (a saturated row), never inf - inf = NaN.
 _ZMAX = 1e300
-# Reassociation and contraction only: NaN and inf must keep their IEEE meaning (saturation, NaN guards).
-_FM = {"nsz", "arcp", "contract", "reassoc"}
+# Inlining: forceinline (LLVM's alwaysinline), not numba's inline="always".  Inlined at numba's IR level into
+# multistart's parallel loop, the Newton code made numba's parfor passes take minutes on first use (about 100 s
+# of CPU on 2 cores, 5 minutes on a loaded machine); inlined by LLVM it compiles in about 25 s and gives the same
+# numbers bitwise.  No fastmath: the functions' fastmath flags never applied (numba's IR inlining compiles the
+# inlined code with the caller's flags, and multistart has none), and with LLVM's inlining they would change the
+# rounding.  Measured in docs/numerics.md.
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _quadratic(h, w, Vinv, L, r):
     """sum_l (1/2)(h_l - w_l)^T Vinv (h_l - w_l)."""
     f = 0.0
@@ -43,7 +47,7 @@ def _quadratic(h, w, Vinv, L, r):
     return f
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _quadratic_grad(h, w, Vinv, L, r, g):
     """g = Vinv (h_l - w_l) per token (the gradient of the quadratic term)."""
     for a in range(L):
@@ -54,7 +58,7 @@ def _quadratic_grad(h, w, Vinv, L, r, g):
             g[a * r + al] = acc
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _softmax_loss(S, T, L):
     """Scores in S -> row-wise softmax in place (scores clamped); returns sum_lk (S_lk - T_lk)^2."""
     loss = 0.0
@@ -77,7 +81,7 @@ def _softmax_loss(S, T, L):
     return loss
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _loss_dZ(S, T, sigma2, L, G):
     """G = dl/dZ for the softmax S: sigma2 s_k (e_k - ebar) per row, e = s - t, ebar = sum_j e_j s_j."""
     for l in range(L):
@@ -88,7 +92,7 @@ def _loss_dZ(S, T, sigma2, L, G):
             G[l, k] = sigma2 * S[l, k] * ((S[l, k] - T[l, k]) - ebar)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def value(h, w, T, Vinv, sigma2, L, r, S):
     """F at h; leaves the softmax S(h) in S for derivs."""
     f = _quadratic(h, w, Vinv, L, r)
@@ -101,7 +105,7 @@ def value(h, w, T, Vinv, sigma2, L, r, S):
     return f + 0.5 * sigma2 * _softmax_loss(S, T, L)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
     """Gradient of F into g and, with order 2, the Hessian into H; S must hold the softmax at h (from value)."""
     _quadratic_grad(h, w, Vinv, L, r, g)
@@ -115,7 +119,7 @@ def derivs(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
         hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _quadratic_hess(Vinv, L, r, H):
     """H = the quadratic term's Hessian: Vinv in every token's diagonal block, zero elsewhere."""
     N = L * r
@@ -128,7 +132,7 @@ def _quadratic_hess(Vinv, L, r, H):
                 H[a * r + al, a * r + be] += Vinv[al, be]
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _softmax_curvature(X, Y, S, T, sigma2, L, r, Pf, PX, H):
     """Add sum_l D_l^T P^l D_l to H: the softmax loss's curvature through the scores, with
     (D_l)_{k,(a,al)} = delta_la X_k,al + delta_ka Y_l,al (tied scores h h^T: X = Y = h as L x r; score form Bm:
@@ -174,7 +178,7 @@ def _softmax_curvature(X, Y, S, T, sigma2, L, r, Pf, PX, H):
                         H[a * r + al, b * r + be] += c * Y[l, be]
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
     """Hessian of F into H; S and G must hold the softmax and dl/dZ at h (from value and derivs)."""
     _quadratic_hess(Vinv, L, r, H)
@@ -187,7 +191,7 @@ def hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H):
     _softmax_curvature(hv, hv, S, T, sigma2, L, r, P, u, H)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def value_b(h, w, T, Vinv, sigma2, L, r, Bm, S):
     """F at h with the scores Z = h Bm h^T (any r x r score form Bm); leaves the softmax in S."""
     f = _quadratic(h, w, Vinv, L, r)
@@ -203,7 +207,7 @@ def value_b(h, w, T, Vinv, sigma2, L, r, Bm, S):
     return f + 0.5 * sigma2 * _softmax_loss(S, T, L)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g):
     """Gradient of F with the score form Bm into g; leaves X_k = Bm h_k, Y_l = Bm^T h_l (rows of X, Y) and
     dl/dZ in G for hess_b.  dZ_lk/dh_a = delta_la X_k + delta_ka Y_l, so grad_a = sum_k G_ak X_k + G_ka Y_k."""
@@ -226,7 +230,7 @@ def derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g):
                 g[a * r + al] += gak * X[k, al] + gka * Y[k, al]
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def hess_b(Vinv, sigma2, L, r, Bm, S, T, G, X, Y, PX, Pf, H):
     """Hessian of F with the score form Bm into H; S, G, X, Y from value_b and derivs_b.
 
@@ -243,7 +247,7 @@ def hess_b(Vinv, sigma2, L, r, Bm, S, T, G, X, Y, PX, Pf, H):
     _softmax_curvature(X, Y, S, T, sigma2, L, r, Pf, PX, H)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def fgh(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
     """F at h; with order >= 1 also the gradient into g, with order 2 the Hessian into H."""
     f = value(h, w, T, Vinv, sigma2, L, r, S)
@@ -252,7 +256,7 @@ def fgh(h, w, T, Vinv, sigma2, L, r, order, S, G, P, u, g, H):
     return f
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _val(h, w, T, Vinv, sigma2, L, r, S, form, Bm):
     """value (form 0: tied scores h h^T) or value_b (form 1: the score form Bm)."""
     if form == 0:
@@ -260,7 +264,7 @@ def _val(h, w, T, Vinv, sigma2, L, r, S, form, Bm):
     return value_b(h, w, T, Vinv, sigma2, L, r, Bm, S)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _grad(h, w, T, Vinv, sigma2, L, r, S, G, P, u, g, H, form, Bm, X, Y):
     if form == 0:
         derivs(h, w, T, Vinv, sigma2, L, r, 1, S, G, P, u, g, H)
@@ -268,7 +272,7 @@ def _grad(h, w, T, Vinv, sigma2, L, r, S, G, P, u, g, H, form, Bm, X, Y):
         derivs_b(h, w, T, Vinv, sigma2, L, r, Bm, S, G, X, Y, g)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H, form, Bm, X, Y):
     if form == 0:
         hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H)
@@ -276,7 +280,7 @@ def _hess(h, Vinv, sigma2, L, r, S, T, G, P, u, H, form, Bm, X, Y):
         hess_b(Vinv, sigma2, L, r, Bm, S, T, G, X, Y, u, P, H)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def _chol_solve(H, g, N, floor, C, p):
     """p = -(H + tau I)^{-1} g with the smallest tau in {0, -min diag + floor, doubling} that makes H + tau I
     positive definite (Cholesky succeeds with pivots above floor). Returns tau."""
@@ -318,7 +322,7 @@ def _chol_solve(H, g, N, floor, C, p):
     return tau
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FM)
+@numba.njit(cache=True, forceinline=True)
 def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H, C, p, ht, found, n_found, form, Bm,
            X, Y):
     """Safeguarded Newton from h (modified in place). Returns (F(h), max |grad F(h)|, iterations, duplicate).
@@ -378,7 +382,7 @@ def newton(h, w, T, Vinv, sigma2, L, r, gtol, max_iter, floor, S, G, P, u, g, H,
     return f, gn, it, False
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, forceinline=True)
 def _repeats(starts_i, s, N):
     """Start s equals an earlier one to round-off (e.g. for L = 2, r >= 2 the loss zero is collinear, so its
     mirror rotation is the zero itself): its run would only repeat that one's."""

@@ -14,10 +14,13 @@ together).  It returns per-point terms only, laid out as the pointwise path's ar
 left to numpy, the same reductions on the same numbers, so the hat overlaps equal that path's bitwise and do not
 depend on the number of threads (a prange reduction would).
 
-The Newton code is inlined (numba's inline="always") into both parallel loops: with the interleaved starts and
-the square-root-free definiteness test it makes an evaluation about 40 % cheaper, at the price of a long first
-compilation (about 50 s and 40 s on 2 cores; cached afterwards: docs/install.md).  Called per point instead, the
-arrays' reference counting and the lost interleaving cost 20-40 % of the runtime.
+The Newton code is inlined (numba's inline="always") into best_of_starts: with the interleaved starts and the
+square-root-free definiteness test it makes an evaluation about 40 % cheaper.  Called per point instead, the
+arrays' reference counting and the lost interleaving cost 20-40 % of the runtime.  best_of_starts itself is
+inlined by LLVM (forceinline) into the per-block functions the parallel loops call, so numba compiles it once for
+both kernels and its parfor passes see a one-call loop body: inlined by numba into the parallel loops, as before,
+the first compilation took 26 s (prox_kernel) and 32 s (channel_kernel) of CPU; now about 17 s and 3 s, with the
+same numbers bitwise and the same speed (docs/numerics.md; cached afterwards).
 """
 
 from __future__ import annotations
@@ -173,7 +176,7 @@ def _keep(i, h1, h2, v, g, best_v, bh1, bh2, bg, count, mins):
     return best_v, bh1, bh2, bg, count + 1
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
+@numba.njit(cache=True, forceinline=True, error_model="numpy")
 def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, given, gcount, mins):
     """Point i's global minimiser (prox_kernel's starts; w1 ... z2 are point i's values), its distinct Newton end
     points written into mins[i] (row of shape (MAX_MINIMA, 2), NaN beforehand): (h1, h2, value, grad_norm, count).
@@ -220,6 +223,24 @@ def best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, giv
     return bh1, bh2, best_v, bg, count
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _prox_block(lo, hi, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, given, gcount, out_h1, out_h2, out_val,
+                out_gn, mins, count):
+    """prox_kernel's points lo..hi-1 (serial).  The parallel loop only calls this: numba's parfor passes then see
+    a one-call body, not the inlined Newton code (their cost grows steeply with the body's size)."""
+    for i in range(lo, hi):
+        h1, h2, v, g, c = best_of_starts(i, w1[i], w2[i], t1[i], t2[i], z1[i], z2[i], inv_v, sigma2, gtol, max_iter,
+                                         given, gcount, mins)
+        out_h1[i] = h1
+        out_h2[i] = h2
+        out_val[i] = v
+        out_gn[i] = g
+        count[i] = c
+
+
+_BLOCK = 64  # points per task of the parallel loops
+
+
 @numba.njit(cache=True, parallel=True, error_model="numpy")
 def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, given, gcount):
     """Global minimiser from the own starts (the loss zeros +-z, w, and at large |w| the midpoint / per-token
@@ -236,14 +257,10 @@ def prox_kernel(w1, w2, t1, t2, z1, z2, V, sigma2, gtol, max_iter, given, gcount
     mins = np.full((n, MAX_MINIMA, 2), np.nan)
     count = np.zeros(n, dtype=np.int64)
     inv_v = 1.0 / V
-    for i in numba.prange(n):
-        h1, h2, v, g, c = best_of_starts(i, w1[i], w2[i], t1[i], t2[i], z1[i], z2[i], inv_v, sigma2, gtol, max_iter,
-                                         given, gcount, mins)
-        out_h1[i] = h1
-        out_h2[i] = h2
-        out_val[i] = v
-        out_gn[i] = g
-        count[i] = c
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for b in numba.prange(n_blocks):
+        _prox_block(b * _BLOCK, min(n, (b + 1) * _BLOCK), w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter,
+                    given, gcount, out_h1, out_h2, out_val, out_gn, mins, count)
     return out_h1, out_h2, out_val, out_gn, mins, count
 
 
@@ -280,28 +297,11 @@ def _loss_zeros(t1, t2, w1, w2):
     return mid, mid
 
 
-@numba.njit(cache=True, parallel=True, error_model="numpy")
-def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol, max_iter, given, gcount):
-    """The channel's per-point terms at points z (n, 4) (rows xi_1, xi_2, eta_1, eta_2 per point).
-
-    Fields omega_l = xi_l sq + m_l, h*_l = a xi_l + c eta_l (sq = q^{1/2}, a = theta / sq, c = (rho - theta^2 /
-    q)^{1/2}), targets T_ll = (1 - omega) expit(h*_l (h*_l - h*_k)) + omega A_ll, and the prox at V_prox from the
-    own starts (gcount empty) or the given minima (given (n, K, 2), the first gcount[i] per point).  V_prox is the
-    V the unfused path's prox sees (1 / (1 / V)); f_l = (hhat_l - omega_l) / V.
-
-    Returns hhat (n, 2, 1), the distinct Newton end points (n, MAX_MINIMA, 2) and their count (n,), the products
-    (3, n, 2) f_l f_l (row FF), f_l xi_l (FXI), f_l eta_l (FETA), sum_i f_l (2,) (serial, in point order: numpy's
-    f.mean(axis=0) on (n, 2, 1) adds row by row), the value min_h F (n,) and the gradient norm at hhat (n,)."""
-    n = z.shape[0]
-    h = np.empty((n, 2, 1))
-    mins = np.full((n, MAX_MINIMA, 2), np.nan)
-    count = np.zeros(n, dtype=np.int64)
-    prods = np.empty((3, n, 2))
-    f = np.empty((n, 2))
-    value = np.empty(n)
-    grad = np.empty(n)
-    inv_v = 1.0 / V_prox
-    for i in numba.prange(n):
+@numba.njit(cache=True, error_model="numpy")
+def _channel_block(lo, hi, z, sq, m1, m2, a, c, omega, A11, A22, V, inv_v, sigma2, gtol, max_iter, given, gcount, h,
+                   mins, count, prods, f, value, grad):
+    """channel_kernel's points lo..hi-1 (serial; see _prox_block)."""
+    for i in range(lo, hi):
         xi1, xi2, eta1, eta2 = z[i, 0], z[i, 1], z[i, 2], z[i, 3]
         w1 = xi1 * sq + m1
         w2 = xi2 * sq + m2
@@ -327,6 +327,33 @@ def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol
         prods[FETA, i, 1] = f2 * eta2
         value[i] = v
         grad[i] = g
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol, max_iter, given, gcount):
+    """The channel's per-point terms at points z (n, 4) (rows xi_1, xi_2, eta_1, eta_2 per point).
+
+    Fields omega_l = xi_l sq + m_l, h*_l = a xi_l + c eta_l (sq = q^{1/2}, a = theta / sq, c = (rho - theta^2 /
+    q)^{1/2}), targets T_ll = (1 - omega) expit(h*_l (h*_l - h*_k)) + omega A_ll, and the prox at V_prox from the
+    own starts (gcount empty) or the given minima (given (n, K, 2), the first gcount[i] per point).  V_prox is the
+    V the unfused path's prox sees (1 / (1 / V)); f_l = (hhat_l - omega_l) / V.
+
+    Returns hhat (n, 2, 1), the distinct Newton end points (n, MAX_MINIMA, 2) and their count (n,), the products
+    (3, n, 2) f_l f_l (row FF), f_l xi_l (FXI), f_l eta_l (FETA), sum_i f_l (2,) (serial, in point order: numpy's
+    f.mean(axis=0) on (n, 2, 1) adds row by row), the value min_h F (n,) and the gradient norm at hhat (n,)."""
+    n = z.shape[0]
+    h = np.empty((n, 2, 1))
+    mins = np.full((n, MAX_MINIMA, 2), np.nan)
+    count = np.zeros(n, dtype=np.int64)
+    prods = np.empty((3, n, 2))
+    f = np.empty((n, 2))
+    value = np.empty(n)
+    grad = np.empty(n)
+    inv_v = 1.0 / V_prox
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for b in numba.prange(n_blocks):
+        _channel_block(b * _BLOCK, min(n, (b + 1) * _BLOCK), z, sq, m1, m2, a, c, omega, A11, A22, V, inv_v, sigma2,
+                       gtol, max_iter, given, gcount, h, mins, count, prods, f, value, grad)
     f_sum = np.zeros(2)
     for i in range(n):  # (serial: not a parfor)
         f_sum[0] += f[i, 0]

@@ -43,6 +43,7 @@ import numpy as np
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.problem import loss, softmax_rows
+from attnphase.theory.prox._compile_notice import compile_notice
 from attnphase.theory.prox._general_kernel import multistart
 from attnphase.theory.prox._general_starts import n_own_starts, own_starts_untied, score_form
 from attnphase.theory.prox._general_starts import own_starts as _own_starts
@@ -150,6 +151,11 @@ def prox_general(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, 
     w = np.ascontiguousarray(w, dtype=float)
     T = np.ascontiguousarray(T, dtype=float)
     Vinv = np.ascontiguousarray(Vinv, dtype=float)
+    with compile_notice("the general proximal kernel", (multistart, _own_starts), "30 s"):
+        return _prox_general(w, T, Vinv, sigma2, starts, gtol, max_iter, own, untied)
+
+
+def _prox_general(w, T, Vinv, sigma2, starts, gtol, max_iter, own, untied):  # noqa: ANN001, ANN202
     n, L, r = w.shape
     parts = []
     if own:

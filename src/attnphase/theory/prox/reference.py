@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from attnphase.problem import loss, loss_and_grad, student_attention
 
@@ -54,6 +53,8 @@ def objective_grad(h: np.ndarray, w: np.ndarray, T: np.ndarray, Vinv: np.ndarray
 def prox_reference(w: np.ndarray, T: np.ndarray, Vinv: np.ndarray, sigma2: float, starts: np.ndarray | None = None,
                    *, gtol: float = 1e-9, n_random: int = 24, seed: int = 0, untied: bool = False) -> ReferenceResult:
     """untied: the scores h^Q h^K^T of h = (h^Q, h^K) (r even) instead of h h^T."""
+    from scipy.optimize import minimize  # lazily: tests only, and scipy.optimize is slow to import
+
     n, L, r = w.shape
     rng = np.random.default_rng(seed)
     out_h = np.empty_like(w)

@@ -26,9 +26,11 @@ from scipy.special import logit
 
 from attnphase.errors import InputError
 from attnphase.theory.model.loss import attention_loss, loss_derivatives
+from attnphase.theory.prox._compile_notice import compile_notice
 
 GTOL = 1e-9  # the compiled kernel's gradient tolerance (max norm), by default
 MAX_ITER = 60  # its Newton iterations per start
+STUDY_COMPILE = "20 s"  # first-use compilation of each study kernel (docs/numerics.md)
 
 
 def converged(grad_norm: np.ndarray, gtol: float = GTOL) -> np.ndarray:
@@ -145,8 +147,9 @@ def solve_prox(w1, w2, t1, t2, V: float, sigma2: float, gtol: float = GTOL, back
     if backend == "numba":
         from attnphase.theory.prox._two_token_kernel import prox_kernel
 
-        h1, h2, val, gn, *mins = prox_kernel(w1, w2, t1, t2, z1, z2, float(V), float(sigma2), float(gtol), MAX_ITER,
-                                             *NO_GIVEN)
+        with compile_notice("the two-token proximal kernel", (prox_kernel,), STUDY_COMPILE):
+            h1, h2, val, gn, *mins = prox_kernel(w1, w2, t1, t2, z1, z2, float(V), float(sigma2), float(gtol),
+                                                 MAX_ITER, *NO_GIVEN)
     elif backend == "numpy":
         best = None
         # The compiled kernel's starts: the zeros, w, and at large |w| the midpoint and the per-token ones.
@@ -182,7 +185,8 @@ def continue_minima(w1, w2, t1, t2, V: float, sigma2: float, minima: np.ndarray,
 
     c = np.ascontiguousarray
     w1, w2, t1, t2 = (c(a, dtype=float) for a in (w1, w2, t1, t2))
-    h1, h2, val, gn, mins, cnt = prox_kernel(w1, w2, t1, t2, w1, w2, float(V), float(sigma2), float(gtol), MAX_ITER,
-                                             c(minima, dtype=float), c(n_minima, dtype=np.int64))
+    with compile_notice("the two-token proximal kernel", (prox_kernel,), STUDY_COMPILE):
+        h1, h2, val, gn, mins, cnt = prox_kernel(w1, w2, t1, t2, w1, w2, float(V), float(sigma2), float(gtol),
+                                                 MAX_ITER, c(minima, dtype=float), c(n_minima, dtype=np.int64))
     return ProxSolution(h1=h1, h2=h2, value=val, grad_norm=gn, converged=converged(gn, gtol),
                         minima=mins, n_minima=cnt)

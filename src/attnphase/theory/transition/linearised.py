@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
@@ -115,6 +114,8 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
             return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue stays "
                                                 f"{'below' if f1 < 0 else 'above'} 1 on [{lo:g}, {hi:g}] (scrambling "
                                                 f"{rep})", method), tuple(roots), n_eval)
+        from scipy.optimize import brentq  # lazily: scipy.optimize is slow to import
+
         try:
             roots.append(float(brentq(f, a0, a1, xtol=xtol)))
         except (ValueError, Inadmissible) as exc:

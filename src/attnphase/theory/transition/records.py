@@ -11,7 +11,6 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from attnphase.theory.state_evolution.results import FixedPoint
 
@@ -90,6 +89,8 @@ def spread_halfwidth(values: Sequence[float], confidence: float = 0.99) -> float
     if k < 2:
         return float("inf")
     sem = float(np.std(values, ddof=1)) / math.sqrt(k)
+    from scipy.stats import t as student_t  # lazily: scipy.stats takes ~2 s to import
+
     return float(student_t.ppf(0.5 + confidence / 2, k - 1)) * sem
 
 
