@@ -336,6 +336,12 @@ def add_setting_args(p: argparse.ArgumentParser, omega: bool = True) -> None:
                         "otherwise)")
 
 
+def add_allow_long(p: argparse.ArgumentParser) -> None:
+    """--allow-long: run a theory job whose estimated time exceeds the bound (theory.cost.REFUSE_SECONDS)."""
+    p.add_argument("--allow-long", action="store_true",
+                   help="run even when the theory's time estimate exceeds a day (refused otherwise)")
+
+
 def read_matrix_file(path: Path, option: str) -> np.ndarray:
     """A real matrix from a .npy file, a CSV or whitespace-separated text; one line on any problem (an empty file,
     ragged rows, complex or non-numeric entries), never a numpy warning."""

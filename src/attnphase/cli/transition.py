@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from attnphase.cli.common import (
+    add_allow_long,
     add_output_args,
     add_setting_args,
     emit,
@@ -42,7 +43,8 @@ def check_transition_options(args: argparse.Namespace, omegas: list[float]):
     from attnphase.theory.cost import check_theory_size
 
     # Each omega: both branches on the grid plus the refinement's solves (about 2 n_grid + 20 fixed points).
-    note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers)
+    note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers,
+                             allow_long=args.allow_long)
     if note and not args.quiet:
         print(f"attnphase {args.command}: note: {note}", file=sys.stderr)
     # Any setting: beyond L = 2, r = r* = 1, antipodal, tied, the branch ends come from the solver.
@@ -78,6 +80,7 @@ def add_transition_options(p: argparse.ArgumentParser, n_grid: int = 12, xtol: f
                    help="integration points and scramblings (fast)")
     p.add_argument("--workers", type=positive_int, default=2, help="parallel processes over omega")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
+    add_allow_long(p)
     p.add_argument("--student", default="tied", choices=STUDENTS,
                    help="tied Q = K (default) or untied Q, K (branch ends from the solver; docs/untied.md)")
 
