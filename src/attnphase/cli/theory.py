@@ -104,12 +104,12 @@ def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
                 if bar.n < done:  # a curve that reported fewer points than it solved
                     bar.update(done - bar.n)
             return out
-        import multiprocessing
         import queue
 
+        from attnphase.parallel import manager as start_manager
         from attnphase.parallel import pool
 
-        with multiprocessing.get_context("spawn").Manager() as manager:
+        with start_manager() as manager:
             ticks = manager.Queue()
             with pool(min(workers, len(tasks))) as ex:
                 futures = [ex.submit(_curve, (*t, ticks)) for t in tasks]
