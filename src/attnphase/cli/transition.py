@@ -26,8 +26,9 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alph
            "alpha_sem_appears_kind", "alpha_pos_vanishes", "alpha_pos_vanishes_kind", "note"]
 
 
-def check_transition_options(args: argparse.Namespace, omegas: list[float]):
-    """Every option checked before any work: one line and exit 2 on a bad one."""
+def check_transition_options(args: argparse.Namespace, omegas: list[float], announce: bool = True):
+    """Every option checked before any work: one line and exit 2 on a bad one; with `announce`, the time estimate
+    of a long job printed (a caller with more to check, e.g. paths, checks first with announce=False)."""
     from attnphase.parallel import check_workers
     from attnphase.theory.transition.driver import check_transition_args
 
@@ -45,7 +46,7 @@ def check_transition_options(args: argparse.Namespace, omegas: list[float]):
     # Each omega: both branches on the grid plus the refinement's solves (about 2 n_grid + 20 fixed points).
     note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers,
                              allow_long=args.allow_long)
-    if note and not args.quiet:
+    if note and announce and not args.quiet:
         print(f"attnphase {args.command}: note: {note}", file=sys.stderr)
     # Any setting: beyond L = 2, r = r* = 1, antipodal, tied, the branch ends come from the solver.
     return base
