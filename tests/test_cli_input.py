@@ -800,3 +800,10 @@ def test_ctrl_c_says_what_is_kept(command, store, expected, tmp_path):
     assert expected in line
     if store:
         assert store.replace("{tmp}", str(tmp_path)) in line
+
+
+def test_a_store_path_ending_in_a_separator_is_refused(tmp_path, capsys):
+    # sweep used to create "s.sqlite" from "s.sqlite/" and run
+    _one_line_exit_2([*SWEEP, "--store", f"{tmp_path}/s.sqlite/", "--task", "conftest:fake_task"], capsys,
+                     "path separator")
+    assert list(tmp_path.iterdir()) == []

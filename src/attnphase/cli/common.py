@@ -170,6 +170,8 @@ def check_output_file(path: str, option: str, create_parents: bool = False,
     check_not_input(path, option, inputs, store=store)
     if os.path.isdir(path):
         raise CLIError(f"{option} {path}: is a directory, expected a file name")
+    if str(path).endswith(("/", os.sep)):  # SQLite would quietly create the file without the slash
+        raise CLIError(f"{option} {path}: ends with a path separator (a directory), expected a file name")
     if os.path.exists(path):
         if not _file_writable(path):
             raise CLIError(f"{option} {path}: file is not writable")
