@@ -593,3 +593,217 @@ def test_numerical_warnings_are_one_summary_line(monkeypatch, capsys):
     assert main(["theory", "--alpha", "1", "--branch", "positional", "--json", "--quiet", "--workers", "1"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "5 numerical warning(s)" in err[0] and "overflow" in err[0]
+
+
+# -- issue 31: bad input -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["theory", "--L", "1000000"],
+    ["transition", "--L", "1000000"],
+    ["simulate", "--L", "1000000", "--d", "10", "--alpha", "1"],
+    ["baseline", "--L", "1000000"],
+    ["bayes", "--L", "1000000"],
+])
+def test_a_huge_L_is_refused_before_any_L_x_L_array(argv, monkeypatch, capsys):
+    # used to allocate 7 TiB in mixing_A (a traceback, "internal error")
+    _no_theory(monkeypatch)
+    _one_line_exit_2(argv, capsys, "L must be at most 1000")
+
+
+def test_setting_bounds_L_and_the_ranks():
+    from attnphase.setting import L_MAX, RANK_MAX, Setting, mixing_A
+
+    for bad in ({"L": L_MAX + 1}, {"r": RANK_MAX + 1}, {"r_star": RANK_MAX + 1}):
+        with pytest.raises(ValueError, match="at most"):
+            Setting(**bad)
+    with pytest.raises(ValueError, match="at most"):
+        mixing_A(10**6)
+    assert Setting(L=3).L == 3 and Setting(r=2).r == 2
+
+
+@pytest.mark.parametrize("kind", ["rank2", "untied"])
+def test_plot_records_that_are_binary_are_one_line(kind, tmp_path, capsys):
+    import numpy as np
+
+    npy = tmp_path / "m.npy"
+    np.save(npy, np.eye(2))
+    _one_line_exit_2(["plot", kind, "--records", str(npy), "--out", str(tmp_path / "f")], capsys, "not JSON")
+    assert not list(tmp_path.glob("f*"))
+
+
+@pytest.mark.parametrize("device", ["cuda:abc", "cuda:", "gpu", "cpu:0:1"])
+def test_histogram_device_is_checked_up_front(device, tmp_path, capsys):
+    pytest.importorskip("torch")
+    store = tmp_path / "h.sqlite"
+    _one_line_exit_2(["histogram", "--device", device, "--store", str(store)], capsys, "--device")
+    assert not store.exists()
+
+
+def test_resolve_device_refuses_a_malformed_string():
+    pytest.importorskip("torch")
+    from attnphase.experiments.histogram.model import resolve_device
+
+    with pytest.raises(ValueError, match="device"):
+        resolve_device("cuda:abc")
+
+
+def test_theory_refuses_an_estimate_beyond_a_day_unless_allowed(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    _one_line_exit_2(["theory", "--rank", "1000"], capsys, "--allow-long")
+    from attnphase.setting import Setting
+    from attnphase.theory.cost import REFUSE_SECONDS, check_theory_size, fixed_point_seconds
+
+    s = Setting(r=1000)
+    assert fixed_point_seconds(s) * 4 / 2 > REFUSE_SECONDS  # the case above is long by the estimate itself
+    with pytest.raises(ValueError, match="allow"):
+        check_theory_size(s, 4, "default", 2, available=2**50)
+    note = check_theory_size(s, 4, "default", 2, available=2**50, allow_long=True)
+    assert note and "roughly" in note
+    assert check_theory_size(Setting(), 4, "default", 2, available=2**50) is None  # the study's: no note
+
+
+@pytest.mark.parametrize("argv", [
+    ["transition", "--rank", "1000", "--omega", "0.3"],
+    ["plot", "test-error", "--rank", "1000", "--out", "{tmp}/f"],
+    ["phase-diagram", "--rank", "1000", "--out", "{tmp}/pd"],
+])
+def test_every_theory_command_refuses_a_months_long_job(argv, tmp_path, monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    _one_line_exit_2([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys, "--allow-long")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_memory_refusal_never_suggests_what_was_passed(monkeypatch, capsys):
+    _no_theory(monkeypatch)
+    line = _one_line_exit_2(["theory", "--L", "900", "--precision", "fast"], capsys, "GiB")
+    assert "'fast'" not in line
+    line = _one_line_exit_2(["theory", "--L", "900"], capsys, "GiB")
+    assert "precision 'fast'" in line
+
+
+@pytest.mark.parametrize("make, match", [
+    ("out_file", "is a file"),
+    ("out_proc", "not writable"),
+    ("store_text", "not an SQLite file"),
+    ("store_foreign", "not an attnphase results store"),
+    ("store_missing", "no such store"),
+])
+def test_phase_diagram_validates_before_it_estimates(make, match, tmp_path, monkeypatch, capsys):
+    # the default ten omegas are long enough for the time note: it used to be printed before the error
+    _no_theory(monkeypatch)
+    out, store = tmp_path / "pd", tmp_path / "s.sqlite"
+    if make == "out_file":
+        out.write_text("x")
+    elif make == "out_proc":
+        out = Path("/proc/attnphase-pd")
+    elif make == "store_text":
+        store.write_text("not a database\n")
+    elif make == "store_foreign":
+        _foreign_db(store)
+    argv = ["phase-diagram", "--out", str(out)] + (["--store", str(store)] if make.startswith("store") else [])
+    _one_line_exit_2(argv, capsys, match)
+    assert not (tmp_path / "pd").is_dir()
+
+
+def test_phase_diagram_note_comes_once_after_the_checks(monkeypatch, capsys):
+    from attnphase.cli.transition import check_transition_options
+
+    args = build_parser().parse_args(["phase-diagram", "--out", "x"])
+    check_transition_options(args, [0.1 * i for i in range(10)], announce=False)
+    assert capsys.readouterr().err == ""
+    check_transition_options(args, [0.1 * i for i in range(10)])
+    assert "note:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["bayes", "--A", "0.6,0.4;0.4,0.6", "--L", "3", "--alpha", "0.5"],
+    ["amp", "--d", "20", "--alpha", "1", "--L", "3", "--A", "0.6,0.4;0.4,0.6"],
+    ["theory", "--A", "0.6,0.4;0.4,0.6", "--L", "3"],
+])
+def test_an_A_that_disagrees_with_L_is_refused_by_every_command(argv, monkeypatch, capsys):
+    # bayes and amp used to replace the study's A by the L = 3 default silently
+    _no_theory(monkeypatch)
+    _one_line_exit_2(argv, capsys, "A is 2 x 2 but L = 3")
+
+
+def test_bayes_setting_follows_the_theory_rule():
+    from attnphase.cli.common import setting_from_args
+    from attnphase.setting import mixing_A
+
+    parser = build_parser()
+    for extra in ([], ["--L", "3"], ["--A", "0.3,0.7;0.8,0.2"]):
+        b = parser.parse_args(["bayes", *extra])
+        t = parser.parse_args(["theory", *extra])
+        from attnphase.cli.bayes import bayes_setting
+
+        assert bayes_setting(b, 0.3).A == setting_from_args(t, omega=0.3).A
+    assert bayes_setting(parser.parse_args(["bayes", "--L", "3"]), 0.3).A == mixing_A(3)
+
+
+def test_reproduce_refuses_a_store_where_its_report_goes(tmp_path, capsys):
+    out = tmp_path / "r"
+    out.mkdir()
+    _store_with_rows(out / "report.md")
+    before = _sha(out / "report.md")
+    capsys.readouterr()
+    _one_line_exit_2(["reproduce", "--out", str(out), "--quick"], capsys, "report.md")
+    assert _sha(out / "report.md") == before
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]  # no store created either
+    other = tmp_path / "r2"
+    other.mkdir()
+    (other / "results.sqlite").write_text("not a database\n")
+    _one_line_exit_2(["reproduce", "--out", str(other), "--quick"], capsys, "results.sqlite")
+
+
+def test_read_only_checks_leave_nothing_beside_the_store(tmp_path, capsys):
+    from attnphase.experiments.store import check_store_file, load_results
+
+    store = tmp_path / "s.sqlite"
+    _store_with_rows(store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]
+    before, mtime = _sha(store), store.stat().st_mtime_ns
+    check_store_file(str(store))
+    assert len(load_results(store)) > 0
+    assert main(["export", "--store", str(store), "--csv", str(tmp_path / "o.csv"), "--quiet"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv", "s.sqlite"]
+    assert _sha(store) == before and store.stat().st_mtime_ns == mtime
+    with ResultStore(str(store)):  # a writer is using it: a reader joins and leaves its files alone
+        check_store_file(str(store))
+        assert len(load_results(store)) > 0
+        assert (tmp_path / "s.sqlite-wal").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.csv", "s.sqlite"]  # the writer's own, removed by it
+
+
+def test_a_foreign_wal_database_is_read_without_a_trace(tmp_path, capsys):
+    other = tmp_path / "app.db"
+    con = sqlite3.connect(other)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE notes (x TEXT)")
+    con.commit()
+    con.close()
+    before = _sha(other)
+    _one_line_exit_2(["export", "--store", str(other), "--csv", str(tmp_path / "o.csv")], capsys,
+                     "not an attnphase results store")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"] and _sha(other) == before
+
+
+@pytest.mark.parametrize("command, store, expected", [
+    (["theory"], None, "nothing was saved"),
+    (["transition"], None, "nothing was saved"),
+    ([*SWEEP, "--store", "{tmp}/s.sqlite"], "{tmp}/s.sqlite", "kept in --store"),
+])
+def test_ctrl_c_says_what_is_kept(command, store, expected, tmp_path):
+    from attnphase.cli import interrupted_message
+
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    line = interrupted_message(build_parser().parse_args(argv))
+    assert expected in line
+    if store:
+        assert store.replace("{tmp}", str(tmp_path)) in line
+
+
+def test_a_store_path_ending_in_a_separator_is_refused(tmp_path, capsys):
+    # sweep used to create "s.sqlite" from "s.sqlite/" and run
+    _one_line_exit_2([*SWEEP, "--store", f"{tmp_path}/s.sqlite/", "--task", "conftest:fake_task"], capsys,
+                     "path separator")
+    assert list(tmp_path.iterdir()) == []

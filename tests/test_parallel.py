@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 from attnphase.parallel import check_workers, map_tasks
@@ -37,3 +43,59 @@ def test_map_tasks_keeps_order_serial_and_pooled() -> None:
 def test_workers_are_single_threaded() -> None:
     for blas, nb in map_tasks(_threads, range(2), workers=2):
         assert blas == 1 and nb == 1
+
+
+# A parent that starts a pool of two sleeping workers (and a manager), prints their pids, then sleeps.
+_ORPHAN_SCRIPT = """
+import os, sys, time
+from attnphase.parallel import manager, pool
+
+def nap(path):
+    open(path, "w").write(str(os.getpid()))
+    time.sleep(120)
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    with manager() as m, pool(2) as ex:
+        futures = [ex.submit(nap, os.path.join(out, f"w{i}")) for i in range(2)]
+        while not all(os.path.exists(os.path.join(out, f"w{i}")) for i in range(2)):
+            time.sleep(0.05)
+        time.sleep(0.2)  # the pid files are complete
+        pids = [int(open(os.path.join(out, f"w{i}")).read()) for i in range(2)] + [m._process.pid]
+        print(" ".join(map(str, pids)), flush=True)
+        time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody has reaped yet counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_no_worker_outlives_its_parent(sig, tmp_path) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(_ORPHAN_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        parent.send_signal(sig)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in pids if _alive(p)]
+        assert not left, f"still running after the parent got {sig.name}: {left}"
+    finally:
+        parent.kill()
+        for p in locals().get("pids", []):
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)

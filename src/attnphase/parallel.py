@@ -2,12 +2,18 @@
 
 Spawn, not fork: numba's OpenMP thread pool does not survive fork().  Each worker limits its native thread
 pools (threadpoolctl) and numba to one thread, so that n workers use n cores instead of n x cores threads.
+
+No worker outlives its parent: each watches its parent's pid and exits when the parent is gone (killed with
+SIGKILL or SIGTERM, the parent runs no cleanup), and an exception in the parent (Ctrl-C) terminates the workers
+instead of waiting for their running tasks.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -27,8 +33,30 @@ def check_workers(workers: Any) -> int:
     return workers
 
 
-def single_threaded() -> None:
-    """Worker initializer: one thread for BLAS/OpenMP (threadpoolctl) and for numba."""
+# How often a worker looks for its parent (seconds): a worker left behind exits within this.
+PARENT_POLL_SECONDS = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_SECONDS)
+        if os.getppid() != parent:  # re-parented: the process that started us is gone
+            os._exit(1)
+
+
+def watch_parent(parent: int) -> None:
+    """In a child process: exit at once when process `parent` (its parent's pid, taken in the parent) is gone.
+    A daemon thread polls os.getppid(); a running task is abandoned (nobody is left to receive its result)."""
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="attnphase-parent-watch").start()
+
+
+def single_threaded(parent: int | None = None) -> None:
+    """Worker initializer: one thread for BLAS/OpenMP (threadpoolctl) and for numba; with `parent`, exit when
+    that process is gone (watch_parent)."""
+    if parent is not None:
+        watch_parent(parent)
     # Environment first (read by libraries loaded later), then the pools already loaded (numpy's BLAS is
     # imported here so that it is among them).
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -55,14 +83,45 @@ def map_tasks(func: Callable[[T], R], tasks: Sequence[T] | Iterable[T], workers:
     tasks = list(tasks)
     if workers == 1 or len(tasks) <= 1:
         return [func(t) for t in progress_bar(tasks, label=desc, unit=unit, enabled=progress)]
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx, initializer=single_threaded) as pool:
-        return list(progress_bar(pool.map(func, tasks), label=desc, total=len(tasks), unit=unit, enabled=progress))
+    with pool(min(workers, len(tasks))) as ex:
+        return list(progress_bar(ex.map(func, tasks), label=desc, total=len(tasks), unit=unit, enabled=progress))
 
 
-def pool(workers: int) -> ProcessPoolExecutor:
+def terminate(executor: ProcessPoolExecutor) -> None:
+    """Stop a pool now: cancel what has not started and terminate the workers (their running tasks are lost)."""
+    procs = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+
+
+class Pool(ProcessPoolExecutor):
+    """ProcessPoolExecutor whose context manager terminates the workers when the block raises (Ctrl-C, an
+    error): the default would wait for every running task first."""
+
+    def __exit__(self, exc_type, exc, tb):  # noqa: ANN001, ANN204
+        if exc_type is not None:
+            terminate(self)
+            return False
+        return super().__exit__(exc_type, exc, tb)
+
+
+def pool(workers: int) -> Pool:
     """A pool of ``workers`` spawned single-threaded processes, for code that submits tasks as it goes (use as a
-    context manager).  The same spawn context and initializer as map_tasks."""
+    context manager).  The same spawn context and initializer as map_tasks; workers exit with the parent."""
     workers = check_workers(workers)
     ctx = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=single_threaded)
+    return Pool(max_workers=workers, mp_context=ctx, initializer=single_threaded, initargs=(os.getpid(),))
+
+
+def manager():  # noqa: ANN201 - a started multiprocessing SyncManager
+    """A started multiprocessing manager (spawned) whose server process exits with the parent (use as a context
+    manager), e.g. for a progress queue shared with pool workers."""
+    from multiprocessing.managers import SyncManager
+
+    m = SyncManager(ctx=multiprocessing.get_context("spawn"))
+    m.start(watch_parent, (os.getpid(),))
+    return m

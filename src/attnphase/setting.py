@@ -39,6 +39,21 @@ LAM_MAX = 1e6
 ALPHA_MAX = 1e6
 # Largest Gram-matrix entry of the positional encodings accepted (the study's are 1).
 GRAM_MAX = 1e12
+# Most tokens accepted: A and the Gram matrix are L x L (built, checked and stored as tables: ~1 s at L = 1000), and
+# a fixed point holds (n, L, L) arrays (61 GiB at L = 1000).  Far beyond the study's L = 2 (the histogram task's 10).
+L_MAX = 1000
+# Most student or teacher rank directions accepted: the equations carry L (r + r*) dimensional integrals (the study's
+# rank is 1; rank 1000 was estimated at months of solving).
+RANK_MAX = 1000
+
+
+def check_L(L: Any) -> int:
+    """A number of tokens: an integer in [2, L_MAX], checked before any L x L array is built."""
+    L = check_int("L", L, 2)
+    if L > L_MAX:
+        raise InputError(f"L must be at most {L_MAX} (A and the positional Gram matrix are L x L tables, a fixed point "
+                         f"holds (n, L, L) arrays), got {L}")
+    return L
 
 
 def check_number(name: str, value: Any) -> float:
@@ -87,7 +102,7 @@ def parse_matrix(text: str, name: str = "A") -> tuple[tuple[float, ...], ...]:
 
 def mixing_A(L: int, a: float = DEFAULT_MIX) -> tuple[tuple[float, ...], ...]:
     """A = (1 - a) I + (a / L) 1 1^T: row-stochastic; a = 0.8 gives the study's A at L = 2."""
-    L = check_int("L", L, 2)
+    L = check_L(L)
     a = check_number("a", a)
     if not 0.0 <= a <= 1.0:
         raise InputError(f"a must lie in [0, 1], got {a:g}")
@@ -189,7 +204,11 @@ class Setting:
             raise InputError(f"lambda must be at most {LAM_MAX:g} (the study's is 0.01), got {lam:g}")
         r = check_int("r", self.r, 1)
         r_star = check_int("r_star", self.r_star, 1)
-        L = None if self.L is None else check_int("L", self.L, 2)
+        for name, value in (("r", r), ("r_star", r_star)):
+            if value > RANK_MAX:
+                raise InputError(f"{name} must be at most {RANK_MAX} (the equations integrate in L (r + r*) "
+                                 f"dimensions; the study's rank is 1), got {value}")
+        L = None if self.L is None else check_L(self.L)
         if not isinstance(self.student, str):
             raise InputTypeError(f"student must be a string, got {type(self.student).__name__} {self.student!r}")
         if self.student not in STUDENTS:
@@ -200,6 +219,8 @@ class Setting:
             arr = _as_matrix("A", self.A)
         if arr.shape[0] < 2:
             raise InputError(f"A must be a square L x L matrix with L >= 2, got shape {arr.shape}")
+        if arr.shape[0] > L_MAX:
+            raise InputError(f"A is {arr.shape[0]} x {arr.shape[0]}: L must be at most {L_MAX}")
         if L is not None and arr.shape[0] != L:
             raise InputError(f"A is {arr.shape[0]} x {arr.shape[0]} but L = {L}")
         L = arr.shape[0]

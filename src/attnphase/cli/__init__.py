@@ -28,6 +28,20 @@ NEEDS_EXTRA = {"simulate": "experiments", "compare": "experiments", "sweep": "ex
                "basins": "experiments", "histogram": "experiments"}
 
 
+# Commands that store each finished result as it comes (a rerun resumes), with the option naming where: only they keep
+# anything when interrupted.
+RESUMABLE = {"sweep": "--store", "basins": "--store", "histogram": "--store", "reproduce": "--out"}
+
+
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves behind, truthfully: the finished results in the command's store, or nothing."""
+    option = RESUMABLE.get(getattr(args, "command", None) or "")
+    where = getattr(args, option[2:].replace("-", "_"), None) if option else None
+    if where:
+        return f"interrupted (finished results are kept in {option} {where}; rerun the command to resume)"
+    return "interrupted (nothing was saved: this command keeps no partial results)"
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line (exit code 2), like every other input error of the CLI.  No abbreviations of
     long options: `--opt` must never be read as `--optimizer`."""
@@ -159,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {exc.__class__.__name__}: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted (finished results are kept)", file=sys.stderr)
+        print(f"{prog}: {interrupted_message(args)}", file=sys.stderr)
         return 130
     except Exception:
         # Not bad input: a bug.  Its traceback is what a report needs.

@@ -50,11 +50,12 @@ def _block(text: str) -> int:
 
 
 def bayes_setting(args: argparse.Namespace, omega: float):
-    from attnphase.cli.common import DEFAULT_A_TEXT
+    """The Setting of bayes / amp: --A read and checked against --L by the rule of every command (read_A, then
+    Setting: a given A must agree with --L; none given is the default for L)."""
+    from attnphase.cli.common import read_A
     from attnphase.setting import Setting
 
-    A = None if (args.A == DEFAULT_A_TEXT and args.L not in (None, 2)) else args.A
-    return Setting(omega=omega, sigma=args.sigma, A=A, L=args.L)
+    return Setting(omega=omega, sigma=args.sigma, A=read_A(args), L=args.L)
 
 
 def _bayes(args: argparse.Namespace) -> int:
@@ -93,7 +94,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     from attnphase.cli.common import DEFAULT_A_TEXT
 
     p.add_argument("--sigma", type=float, default=0.5, help="token standard deviation (default 0.5)")
-    p.add_argument("--A", type=str, default=DEFAULT_A_TEXT, help="positional attention matrix (default the study's)")
+    p.add_argument("--A", type=str, default=None,
+                   help='positional attention matrix "a11,a12;a21,a22" or FILE, as for `attnphase theory` (default: '
+                        f"the study's {DEFAULT_A_TEXT} for L = 2, (1 - a) I + (a/L) 1 1^T with a = 0.8 for L > 2)")
     p.add_argument("--L", type=_block, default=None, help="tokens per sequence (default 2, or the size of --A)")
     p.add_argument("--delta", type=nonnegative_float, default=0.0,
                    help="noisy variant: noise variance on the teacher's fields relative to their variance sigma^2 "

@@ -170,6 +170,8 @@ def check_output_file(path: str, option: str, create_parents: bool = False,
     check_not_input(path, option, inputs, store=store)
     if os.path.isdir(path):
         raise CLIError(f"{option} {path}: is a directory, expected a file name")
+    if str(path).endswith(("/", os.sep)):  # SQLite would quietly create the file without the slash
+        raise CLIError(f"{option} {path}: ends with a path separator (a directory), expected a file name")
     if os.path.exists(path):
         if not _file_writable(path):
             raise CLIError(f"{option} {path}: file is not writable")
@@ -334,6 +336,12 @@ def add_setting_args(p: argparse.ArgumentParser, omega: bool = True) -> None:
                    help="positional encodings: antipodal (L = 2) | orthogonal | simplex | FILE (Gram matrix as "
                         ".npy, CSV or whitespace text) | \"g11,g12;g21,g22\" (default: antipodal for L = 2, simplex "
                         "otherwise)")
+
+
+def add_allow_long(p: argparse.ArgumentParser) -> None:
+    """--allow-long: run a theory job whose estimated time exceeds the bound (theory.cost.REFUSE_SECONDS)."""
+    p.add_argument("--allow-long", action="store_true",
+                   help="run even when the theory's time estimate exceeds a day (refused otherwise)")
 
 
 def read_matrix_file(path: Path, option: str) -> np.ndarray:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from attnphase.cli.common import (
+    add_allow_long,
     add_output_args,
     add_setting_args,
     emit,
@@ -40,7 +41,8 @@ def run_compare(args: argparse.Namespace) -> int:
     from attnphase.theory.state_evolution.precision import get_precision
 
     get_precision(args.precision)  # before the first simulation
-    note = check_theory_size(setting.replace(student=args.student), 2 * len(alphas), args.precision, 1)
+    note = check_theory_size(setting.replace(student=args.student), 2 * len(alphas), args.precision, 1,
+                             allow_long=args.allow_long)
     if note and not args.quiet:
         print(f"attnphase compare: note: {note}", file=sys.stderr)
     te_lin_theory = float(linear_baseline(setting).test_error_linear)
@@ -107,5 +109,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_setting_args(c)
     c.add_argument("--seeds", type=str, default="0:2", help="seeds (default 0:2)")
     c.add_argument("--precision", type=str, default="default", help="theory precision (default 'default')")
+    add_allow_long(c)
     add_output_args(c)
     c.set_defaults(func=run_compare)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -92,7 +93,7 @@ def _parse(args: argparse.Namespace) -> tuple[list[str], list[int | None], list[
         raise CLIError(f"--alphabet must be >= 2, got {args.alphabet}")
     if args.width % 2:
         raise CLIError(f"--width must be even (two halves for the restricted variants), got {args.width}")
-    if args.device != "auto" and args.device != "cpu" and not str(args.device).startswith("cuda"):
+    if re.fullmatch(r"auto|cpu|cuda(:[0-9]+)?", str(args.device)) is None:
         raise CLIError(f"--device must be auto, cpu or cuda[:N], got {args.device!r}")
     seeds = [args.seed if args.seed is not None else 0] if args.seeds is None else parse_int_spec(args.seeds, "--seeds")
     if any(s < 0 for s in seeds):

@@ -20,7 +20,7 @@ def _phase_diagram(args: argparse.Namespace) -> int:
     import pandas as pd
 
     omegas = parse_spec(args.omegas, "--omegas")
-    check_transition_options(args, omegas)
+    check_transition_options(args, omegas, announce=False)  # the estimate is printed once all paths are checked
     # Every path before any work: the store must be one of ours (it used to be read only after the transition
     # was computed), the output directory creatable, and none of the files written into it the store.
     if args.store:

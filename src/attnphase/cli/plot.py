@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.cli.common import (
+    add_allow_long,
     add_setting_args,
     check_input_file,
     check_input_store,
@@ -56,6 +57,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--precision", choices=PRECISIONS, default="default",
                    help=f"theory precision: {', '.join(PRECISIONS)} (default: default)")
     add_setting_args(p)
+    add_allow_long(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
     p.add_argument("--out", required=True, help="output file; FILE.png and FILE.pdf are written")
     p.set_defaults(func=_plot)
@@ -241,7 +243,7 @@ def figure_paths(out: str) -> list[Path]:
 def _check_cost(setting: Any, n_points: int, args: argparse.Namespace) -> None:
     from attnphase.theory.cost import check_theory_size
 
-    note = check_theory_size(setting, n_points, args.precision, 1)
+    note = check_theory_size(setting, n_points, args.precision, 1, allow_long=getattr(args, "allow_long", False))
     if note and not args.quiet:
         print(f"attnphase plot: note: {note}", file=sys.stderr)
 
@@ -254,9 +256,11 @@ def _load_records(args: argparse.Namespace, script: str, keys: tuple[str, ...]) 
         raise InputError(f"{args.kind} needs --records (the JSON written by {script})")
     check_input_file(args.records, "--records", what="records")
     try:
-        records = json.loads(Path(args.records).read_text())
+        records = json.loads(Path(args.records).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"--records: {args.records} is not JSON ({exc.msg})") from None
+    except UnicodeDecodeError:  # a binary file (.npy, a store, a figure)
+        raise InputError(f"--records: {args.records} is not JSON (not a text file)") from None
     if not isinstance(records, dict) or not (set(keys) & set(records)):
         raise InputError(f"--records: {args.records} has neither " + " nor ".join(f"'{k}'" for k in keys)
                          + " rows")

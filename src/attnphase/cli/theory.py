@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from attnphase.cli.common import (
+    add_allow_long,
     add_output_args,
     add_setting_args,
     emit,
@@ -103,12 +104,12 @@ def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
                 if bar.n < done:  # a curve that reported fewer points than it solved
                     bar.update(done - bar.n)
             return out
-        import multiprocessing
         import queue
 
+        from attnphase.parallel import manager as start_manager
         from attnphase.parallel import pool
 
-        with multiprocessing.get_context("spawn").Manager() as manager:
+        with start_manager() as manager:
             ticks = manager.Queue()
             with pool(min(workers, len(tasks))) as ex:
                 futures = [ex.submit(_curve, (*t, ticks)) for t in tasks]
@@ -151,7 +152,8 @@ def _theory(args: argparse.Namespace) -> int:
     multistart = False if args.single_start else None
     check_workers(args.workers)
     # Memory refused and long runs announced before the first fixed point (one line each).
-    note = check_theory_size(settings[0], len(alphas) * len(omegas) * len(branches), args.precision, args.workers)
+    note = check_theory_size(settings[0], len(alphas) * len(omegas) * len(branches), args.precision, args.workers,
+                             allow_long=args.allow_long)
     if note and not args.quiet:
         print(f"attnphase theory: note: {note}", file=sys.stderr)
     table = not (args.json or args.csv)
@@ -213,6 +215,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "continuation); may miss fixed points the full set finds")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol scramblings")
+    add_allow_long(p)
     p.add_argument("--workers", type=positive_int, default=2,
                    help="processes over the curves (one per omega and branch; default 2, 1: in-process)")
     p.add_argument("--student", default="tied", choices=STUDENTS,

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from attnphase.cli.common import (
+    add_allow_long,
     add_output_args,
     add_setting_args,
     emit,
@@ -25,8 +26,9 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alph
            "alpha_sem_appears_kind", "alpha_pos_vanishes", "alpha_pos_vanishes_kind", "note"]
 
 
-def check_transition_options(args: argparse.Namespace, omegas: list[float]):
-    """Every option checked before any work: one line and exit 2 on a bad one."""
+def check_transition_options(args: argparse.Namespace, omegas: list[float], announce: bool = True):
+    """Every option checked before any work: one line and exit 2 on a bad one; with `announce`, the time estimate
+    of a long job printed (a caller with more to check, e.g. paths, checks first with announce=False)."""
     from attnphase.parallel import check_workers
     from attnphase.theory.transition.driver import check_transition_args
 
@@ -42,8 +44,9 @@ def check_transition_options(args: argparse.Namespace, omegas: list[float]):
     from attnphase.theory.cost import check_theory_size
 
     # Each omega: both branches on the grid plus the refinement's solves (about 2 n_grid + 20 fixed points).
-    note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers)
-    if note and not args.quiet:
+    note = check_theory_size(base, len(omegas) * (2 * args.n_grid + 20), args.precision, args.workers,
+                             allow_long=args.allow_long)
+    if note and announce and not args.quiet:
         print(f"attnphase {args.command}: note: {note}", file=sys.stderr)
     # Any setting: beyond L = 2, r = r* = 1, antipodal, tied, the branch ends come from the solver.
     return base
@@ -78,6 +81,7 @@ def add_transition_options(p: argparse.ArgumentParser, n_grid: int = 12, xtol: f
                    help="integration points and scramblings (fast)")
     p.add_argument("--workers", type=positive_int, default=2, help="parallel processes over omega")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (see also --quiet)")
+    add_allow_long(p)
     p.add_argument("--student", default="tied", choices=STUDENTS,
                    help="tied Q = K (default) or untied Q, K (branch ends from the solver; docs/untied.md)")
 

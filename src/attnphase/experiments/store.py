@@ -214,6 +214,28 @@ def _ro_uri(path: str) -> str:
     return f"file:{quote(os.path.abspath(path))}?mode=ro"
 
 
+def _is_wal(path: str) -> bool:
+    """The SQLite header says WAL mode (file format read/write versions 2 at bytes 18-19)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return False
+    return head[:16] == _SQLITE_MAGIC and head[18:20] == b"\x02\x02"
+
+
+def _read_connection(path: str, **kwargs: Any) -> sqlite3.Connection:
+    """A connection that only reads and leaves nothing beside the file.  mode=ro creates nothing for a rollback-
+    journal database, but on a WAL database it creates -wal and -shm files it cannot remove.  So a WAL database that
+    no one has open (no -wal beside it) is opened read-write with query_only: SQLite itself removes the files when
+    this, the last connection, closes (and coordinates with any writer that joins meanwhile)."""
+    if _is_wal(path) and not os.path.exists(path + "-wal") and os.access(path, os.W_OK):
+        conn = sqlite3.connect(_ro_uri(path).replace("mode=ro", "mode=rw"), uri=True, **kwargs)
+        conn.execute("PRAGMA query_only = 1")
+        return conn
+    return sqlite3.connect(_ro_uri(path), uri=True, **kwargs)
+
+
 @dataclass(frozen=True)
 class StoreCheck:
     """What :func:`check_store_file` found: ``state`` is "new" (missing or empty file), "current" or "v1"
@@ -243,7 +265,7 @@ def check_store_file(path: str) -> StoreCheck:
     if head != _SQLITE_MAGIC:
         raise InputError(f"{path}: not an attnphase results store (not an SQLite file)")
     try:
-        conn = sqlite3.connect(_ro_uri(path), uri=True, timeout=60.0)
+        conn = _read_connection(path, timeout=60.0)
     except sqlite3.Error as exc:
         raise InputError(f"{path}: cannot open the store ({exc})") from None
     try:
@@ -297,7 +319,7 @@ class ResultStore:
             raise InputError(f"{self.path}: store file is not writable")
         check = check_store_file(self.path)
         if self.readonly:
-            self._conn = sqlite3.connect(_ro_uri(self.path), uri=True, timeout=60.0, isolation_level=None)
+            self._conn = _read_connection(self.path, timeout=60.0, isolation_level=None)
             return
         # autocommit (isolation_level=None): each INSERT is its own transaction, committed before add()
         # returns, so a kill between points never loses or half-writes a row.

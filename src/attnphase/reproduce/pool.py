@@ -37,14 +37,17 @@ def run_in_pool(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]], wor
     An error or Ctrl-C in the parent cancels what has not started and does not wait for running calls
     (whatever the caller stored from earlier results is kept)."""
     # spawn, not fork: the parent may hold torch / BLAS thread pools that do not survive a fork
+    from attnphase.parallel import terminate, watch_parent
+
     ctx = multiprocessing.get_context("spawn")
     with _single_threaded_children():
-        ex = cf.ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=ctx)
+        ex = cf.ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=ctx, initializer=watch_parent,
+                                    initargs=(os.getpid(),))  # no worker outlives a killed parent
     try:
         futures = {ex.submit(func, *args): i for i, (func, args) in enumerate(calls)}
         for fut in cf.as_completed(futures):
             yield futures[fut], fut.result()
     except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
+        terminate(ex)
         raise
     ex.shutdown(wait=True)

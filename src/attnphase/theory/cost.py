@@ -25,6 +25,9 @@ _STUDY_SECONDS = {"fast": 1.0, "default": 4.0, "high": 40.0}
 _GENERAL_SECONDS = 3e-4
 # A job estimated above this many seconds gets a note with the estimate before it starts.
 NOTE_SECONDS = 60.0
+# A job estimated above this is refused unless asked for (allow_long; the CLI's --allow-long): a typo such as
+# --rank 1000 (estimated at months) must not start, and a user who means it can say so.
+REFUSE_SECONDS = 86400.0
 
 
 def fixed_point_bytes(setting: Setting, precision: str = "default") -> int:
@@ -58,18 +61,26 @@ def _duration(seconds: float) -> str:
 
 
 def check_theory_size(setting: Setting, n_points: int, precision: str = "default", workers: int = 1,
-                      available: int | None = None) -> str | None:
-    """Refuse (InputError, one line) a job whose fixed points do not fit in memory `workers` at a time; return a
-    note with the estimated time when it is long (None otherwise)."""
+                      available: int | None = None, allow_long: bool = False) -> str | None:
+    """Refuse (InputError, one line) a job whose fixed points do not fit in memory `workers` at a time, or (unless
+    `allow_long`) whose estimated time exceeds REFUSE_SECONDS; return a note with the estimated time when it is
+    long (None otherwise)."""
     per = fixed_point_bytes(setting, precision)
+    # Suggest only what the user has not already asked for.
+    hint = "a smaller L" if get_precision(precision).name == "fast" else "a smaller L or precision 'fast'"
     at_once = max(1, min(int(workers), int(n_points)))
     avail = (available_host_memory() if available is None else available) * USABLE_FRACTION
     if per * at_once > avail:
         raise InputError(
             f"L = {setting.L}, r = {setting.r}, r* = {setting.r_star}, precision {precision}: one fixed point needs "
             f"about {per / 2**30:.3g} GiB{f' ({at_once} at once)' if at_once > 1 else ''}, more than the "
-            f"{avail / 2**30:.3g} GiB usable here (use a smaller L or precision 'fast')")
+            f"{avail / 2**30:.3g} GiB usable here (use {hint})")
     seconds = fixed_point_seconds(setting, precision) * n_points / at_once
+    if seconds > REFUSE_SECONDS and not allow_long:
+        raise InputError(
+            f"{n_points} fixed point(s) at L = {setting.L}, r = {setting.r}, r* = {setting.r_star}, precision "
+            f"{precision}: roughly {_duration(seconds)} on {at_once} process(es), more than the "
+            f"{_duration(REFUSE_SECONDS)} accepted without --allow-long (Python: allow_long=True)")
     if seconds > NOTE_SECONDS:
         return (f"{n_points} fixed point(s) at L = {setting.L}, precision {precision}: roughly {_duration(seconds)} "
                 f"on {at_once} process(es) (a rough estimate; progress counts points)")

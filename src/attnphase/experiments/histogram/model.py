@@ -29,9 +29,14 @@ def resolve_device(device: str | None = "auto") -> torch.device:
     """``auto``: CUDA when present, else CPU; an explicit ``cuda`` without a GPU is an error (one line)."""
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise InputError(f"device must be auto, cpu, cuda or cuda:N, got {device!r}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"device {device!r} requested but CUDA is not available")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise InputError(f"device {device!r}: there are {torch.cuda.device_count()} CUDA device(s)")
     return dev
 
 
