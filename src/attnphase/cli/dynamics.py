@@ -121,6 +121,11 @@ def _curve(tr: Any) -> dict[str, Any]:
             "test_error": tr.test_error.tolist(), "train_error": tr.train_error.tolist()}
 
 
+def _when(t: float) -> str:
+    """An escape time for a person: nan means the fraction never crossed the threshold (or started above it)."""
+    return "none" if t != t else f"t = {t:.3g}"
+
+
 def _note(args: argparse.Namespace, text: str) -> None:
     if not args.quiet:
         print(f"attnphase dynamics: {text}", file=sys.stderr)
@@ -151,8 +156,8 @@ def _dynamics(args: argparse.Namespace) -> int:
         for w in tr.warnings:
             _warn(f"ODE: {w.message} [{w.code}]")
         _note(args, f"ODE {tr.status.value} in {tr.seconds:.1f} s, mechanism at t = {args.t_max:g}: "
-                    f"{tr.mechanism().value} (escape of m {tr.escape_time('m'):.3g}, of theta "
-                    f"{tr.escape_time('theta'):.3g})")
+                    f"{tr.mechanism().value} (escape of m {_when(tr.escape_time('m'))}, of theta "
+                    f"{_when(tr.escape_time('theta'))})")
         ode_curve = {**_curve(tr), "label": "ODE, typical start"}
         records += _ode_records(ode_curve, "ode", args.d)
     sims, extra = [], []
