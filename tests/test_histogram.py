@@ -8,6 +8,7 @@ well under a minute.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -104,6 +105,44 @@ def test_masks_positional_scores_ignore_tokens_semantic_ignore_positions():
     # the two embeddings of a restricted model live on disjoint halves
     p = init_params(7, "positional", **DIMS)
     assert (p["tok"][:, 32:] == 0).all() and (p["pos"][:, :32] == 0).all() and (p["tok"][:, :32] != 0).all()
+
+
+@pytest.mark.parametrize("variant", ["positional", "semantic", "both"])
+def test_query_key_initialised_as_torch_linear_over_the_whole_width(variant):
+    # The study draws W_Q, W_K as full width x width nn.Linear-style maps and masks their input; drawing them
+    # over the half a restricted model reads (bound 1/sqrt(32)) left every semantic seed on a plateau near
+    # 0.98 (docs/histogram.md).  Expected bound from torch's own formula, not from our code:
+    # kaiming_uniform_(a=sqrt(5)) on fan-in = width.
+    width = TINY.width
+    bound = torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) * math.sqrt(3.0 / width)
+    assert bound == pytest.approx(1 / 8)
+    read = variant_masks([variant], width)["qk"][0, :, 0].bool()
+    for seed in range(3):
+        p = init_params(seed, variant, **DIMS)
+        for name in ("wq", "wk"):
+            w = p[name]
+            assert (w[~read] == 0).all()  # rows the variant may not read stay zero
+            used = w[read].flatten()
+            assert used.numel() == (64 if variant == "both" else 32) * width
+            # >= 2048 uniform draws: the largest lies within 1 % of the bound, the sd within 5 % of bound/sqrt 3
+            assert used.abs().max() <= bound and used.abs().max() > 0.99 * bound
+            assert float(used.std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)
+        # the value map reads the whole width in every variant: same law
+        assert p["wv"].abs().max() <= bound and float(p["wv"].std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)
+
+
+def test_restricted_keys_tagged_with_their_initialisation():
+    # Restricted runs stored under the former initialisation must not be read back as current ones; the
+    # unrestricted model's keys (and stored sweeps) did not change.
+    from attnphase.experiments.histogram.store import run_key
+    from attnphase.experiments.store import canon_options
+
+    def old(v):
+        return canon_options({"variant": v, "n_train": 300, "seed": 0, **TINY.as_dict()})
+
+    assert run_key("both", 300, 0, TINY) == old("both")
+    for v in ("positional", "semantic"):
+        assert run_key(v, 300, 0, TINY) != old(v)
 
 
 # -------------------------------------------------------------------------------------- mechanism measure

@@ -38,10 +38,17 @@ CREATE UNIQUE INDEX IF NOT EXISTS histogram_runs_key ON histogram_runs (kind, ke
 """
 
 
+# Restricted runs stored before W_Q and W_K took the whole width as their fan-in started from another
+# initialisation (bound 1/sqrt(width/2)); this tag in their key keeps them from being read back as current.
+# Unrestricted runs never changed, so their keys (and stored sweeps) stay valid.
+RESTRICTED_INIT = "qk-fan-in-width"
+
+
 def run_key(variant: str, n_train: int, seed: int, schedule: Any, **extra: Any) -> str:
     """Canonical identity of a run: variant, n_train, seed, the whole schedule and any further inputs."""
+    tag = {} if variant == "both" else {"init": RESTRICTED_INIT}
     return canon_options({"variant": variant, "n_train": int(n_train), "seed": int(seed),
-                          **schedule.as_dict(), **extra})
+                          **schedule.as_dict(), **tag, **extra})
 
 
 class HistogramStore:
