@@ -26,7 +26,7 @@ $(BIN)/attnphase: pyproject.toml
 
 install: $(BIN)/attnphase
 
-# The main job: a quick reproduction of the study with figures and a report (7.6 minutes on a loaded 2-core machine).
+# The main job: a quick reproduction of the study with figures and a report (about 2 minutes on 2 cores, README).
 reproduce: install
 	$(BIN)/attnphase reproduce --out $(OUT) --quick
 
