@@ -66,6 +66,14 @@ def check_number(name: str, value: Any) -> float:
     return x
 
 
+def check_positive(name: str, value: Any) -> float:
+    """A finite real number > 0, as a float (check_number, then the sign)."""
+    x = check_number(name, value)
+    if x <= 0:
+        raise InputError(f"{name} must be > 0, got {x:g}")
+    return x
+
+
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     """An integer (int or numpy integer; not bool, not float, not str), optionally >= minimum."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):

@@ -20,7 +20,7 @@ import numpy as np
 from attnphase.errors import InputError, InputTypeError
 from attnphase.experiments.online.result import OnlineResult
 from attnphase.notes import Note, NoteCode
-from attnphase.setting import Setting, check_int, check_number
+from attnphase.setting import Setting, check_int, check_number, check_positive
 
 KIND = "online_sgd"
 # Steps of one seed (t_max * d): 10^8 is hours at d = 4000 on one core, far beyond any figure's need.
@@ -54,15 +54,9 @@ def check_run(setting: Any, d: Any, lr: Any, init_scale: Any, t_max: Any, n_poin
     if not isinstance(setting, Setting):
         raise InputTypeError(f"setting must be an attnphase Setting, got {type(setting).__name__}")
     d = check_int("d", d, 2)
-    lr = check_number("lr", lr)
-    if lr <= 0:
-        raise InputError(f"lr must be > 0, got {lr:g}")
-    init_scale = check_number("init_scale", init_scale)
-    if init_scale <= 0:
-        raise InputError(f"init_scale must be > 0, got {init_scale:g}")
-    t_max = check_number("t_max", t_max)
-    if t_max <= 0:
-        raise InputError(f"t_max must be > 0, got {t_max:g}")
+    lr = check_positive("lr", lr)
+    init_scale = check_positive("init_scale", init_scale)
+    t_max = check_positive("t_max", t_max)
     if t_max * d > MAX_STEPS:
         raise InputError(f"t_max * d = {t_max * d:.3g} SGD steps per seed, at most {MAX_STEPS:.0e} are accepted")
     n_points = check_int("n_points", n_points, 2)

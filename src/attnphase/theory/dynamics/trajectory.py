@@ -18,7 +18,7 @@ from scipy.integrate import solve_ivp
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.notes import Note, NoteCode
-from attnphase.setting import Setting, check_int, check_number
+from attnphase.setting import Setting, check_int, check_number, check_positive
 from attnphase.theory.dynamics.drift import GH_SCHEDULE, Rule, averages, drift, rule_for
 from attnphase.theory.dynamics.start import explicit_start, gram_factor, random_start
 from attnphase.theory.solvers.fixed_point import Inadmissible
@@ -156,12 +156,8 @@ def _check(setting: Any, lr: Any, t_max: Any, n_points: Any, method: Any, rtol: 
         raise InputTypeError(f"setting must be a Setting, got {type(setting).__name__}")
     if setting.untied:
         raise InputError("the online-SGD ODE implements the tied student only; got student='untied'")
-    lr = check_number("lr", lr)
-    if lr <= 0:
-        raise InputError(f"lr must be > 0, got {lr:g}")
-    t_max = check_number("t_max", t_max)
-    if t_max <= 0:
-        raise InputError(f"t_max must be > 0, got {t_max:g}")
+    lr = check_positive("lr", lr)
+    t_max = check_positive("t_max", t_max)
     n_points = check_int("n_points", n_points, 2)
     if not isinstance(method, str) or method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
