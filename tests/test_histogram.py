@@ -229,14 +229,38 @@ def test_stability_and_section(tmp_path):
     sec = histogram_section(tmp_path, tmp_path / "r.sqlite", plan=plan, device="cpu")
     assert {s["variant"] for s in sec.stability} == {"positional", "semantic"}
     for s in sec.stability:
-        # one SGD epoch from the perturbed point: the distance is about the noise's (1e-3 per entry)
-        assert 0.1 < s["noise_distance"] < 0.2 and s["distance"] >= 0.5 * s["noise_distance"]
+        # noise 1e-3 on the 9792 entries of the embeddings and W_Q, W_K: |noise| ~ 1e-3 sqrt(9792) = 0.099
+        assert 0.09 < s["noise_distance"] < 0.11 and s["distance"] >= 0.5 * s["noise_distance"]
     assert [r["n_train"] for r in sec.sweep] == [100, 300] and all(r["runs"] == 2 for r in sec.sweep)
+    assert set(sec.figures) == {"histogram_attention", "histogram_curves", "histogram_sweep", "histogram_scores"}
     for paths in sec.figures.values():
         assert all(p.is_file() and p.stat().st_size > 0 for p in paths)
     assert "## Counting task" in sec.markdown()
     again = histogram_section(tmp_path, tmp_path / "r.sqlite", plan=plan, device="cpu")
     assert again.ran == 0 and again.reused == sec.ran + sec.reused
+
+
+def test_stability_perturbs_and_measures_as_the_study():
+    # The study perturbs only the embeddings and W_Q, W_K (noise 1e-3 per entry) and measures a sum of per-tensor
+    # norms after zeroing the retrained embeddings' masked halves.  With a vanishing learning rate the retrained
+    # model is the perturbed one, so each distance is the norm of the noise over known entry counts (width 64):
+    # W_Q, W_K 4096 entries each, of which 2048 are masked rows; unmasked embedding halves 15 x 32 and 10 x 32.
+    from attnphase.experiments.histogram.runs import train_histogram
+    from attnphase.experiments.histogram.stability import stability_test, tensor_distance
+
+    a = {"x": np.array([3.0, 0.0]), "y": np.array([[1.0, 1.0], [1.0, 1.0]])}
+    b = {"x": np.array([0.0, 4.0]), "y": np.zeros((2, 2))}
+    assert tensor_distance(a, b) == pytest.approx(5.0 + 2.0)
+    assert tensor_distance(a, b, {"x": np.array([True, False]), "y": np.eye(2, dtype=bool)}) == pytest.approx(
+        3.0 + math.sqrt(2.0))
+    runs = train_histogram(["positional", "semantic"], n_train=300, seeds=[0], schedule=TINY, device="cpu")
+    for s in stability_test(runs, lr=1e-12, epochs=1, device="cpu"):
+        assert s.noise_distance == pytest.approx(1e-3 * math.sqrt(2 * 4096 + 15 * 64 + 10 * 64), rel=0.05)
+        assert s.distance == pytest.approx(s.noise_distance, rel=1e-3)
+        assert s.study_distance == pytest.approx(1e-3 * (64 + 64 + math.sqrt(15 * 32) + math.sqrt(10 * 32)), rel=0.05)
+        assert s.study_distance_zeros == pytest.approx(1e-3 * 2 * math.sqrt(2048), rel=0.05)
+        # initial -> trained: 3 Adam epochs move every entry, far beyond the noise
+        assert s.init_distance > 10 * s.study_distance
 
 
 def _cli_env() -> dict[str, str]:

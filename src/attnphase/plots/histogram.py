@@ -114,3 +114,50 @@ def plot_sweep(rows: Sequence[SweepRow], out: str | Path) -> list[Path]:
         ax.set_xticks(n, [f"{int(v)}" for v in n], fontsize=7)
         ax.minorticks_off()
     return style.save_figure(fig, out)
+
+
+def plot_scores(runs: Sequence[HistogramRun], out: str | Path) -> list[Path]:
+    """Every run's mechanism score against n_train (the unrestricted model), and each variant's accuracy.
+
+    Left: one point per unrestricted run (spread sideways a little so that equal scores stay visible), the
+    median per size as a line, and the +-0.5 lines that separate the labels.  Right: validation accuracy, mean
+    +- standard error over seeds, per variant: how much data each mechanism needs on its own.
+    """
+    from attnphase.plots import style
+
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    ax_s, ax_a = fig.subplots(1, 2)
+    both = [r for r in runs if r.variant == "both"]
+    sizes = sorted({r.n_train for r in both})
+    rng = np.random.default_rng(0)  # the sideways spread only: fixed, so a figure redraws identically
+    for n in sizes:
+        sc = np.array([r.mechanism_score for r in both if r.n_train == n])
+        ax_s.plot(n * np.exp(rng.uniform(-0.08, 0.08, len(sc))), sc, "o", color=_STYLE["both"]["color"], ms=3.5,
+                  alpha=0.75)
+    if sizes:
+        med = [float(np.median([r.mechanism_score for r in both if r.n_train == n])) for n in sizes]
+        ax_s.plot(sizes, med, color="k", lw=1, label="median")
+        ax_s.legend(frameon=False, fontsize=8, loc="lower right")
+    for y, txt in ((0.5, "semantic above"), (-0.5, "positional below")):
+        ax_s.axhline(y, color="0.6", lw=0.8, ls=":")
+        ax_s.annotate(txt, (0.01, y), xycoords=("axes fraction", "data"), va="bottom", fontsize=7, color="0.4")
+    ax_s.set(xscale="log", xlabel="training sequences n_train", ylabel="mechanism score (unrestricted runs)",
+             ylim=(-1.05, 1.05))
+    for variant in ("both", "positional", "semantic"):
+        sub = [r for r in runs if r.variant == variant]
+        if not sub:
+            continue
+        ns = sorted({r.n_train for r in sub})
+        acc = [np.array([r.val_accuracy for r in sub if r.n_train == n]) for n in ns]
+        mean = np.array([a.mean() for a in acc])
+        sem = np.array([a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0.0 for a in acc])
+        st = _STYLE[variant]
+        ax_a.errorbar(ns, mean, yerr=sem, color=st["color"], marker=st["marker"], ls=st["ls"], capsize=2, ms=4,
+                      label=variant if variant != "both" else "unrestricted")
+    ax_a.set(xscale="log", xlabel="training sequences n_train", ylabel="validation accuracy")
+    ax_a.legend(frameon=False, fontsize=8)
+    ticks = sorted({r.n_train for r in runs})
+    for ax in (ax_s, ax_a):
+        ax.set_xticks(ticks, [f"{int(v)}" for v in ticks], fontsize=7)
+        ax.minorticks_off()
+    return style.save_figure(fig, out)

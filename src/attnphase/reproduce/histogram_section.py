@@ -64,9 +64,10 @@ def histogram_section(out_dir: str | os.PathLike[str], store: str | os.PathLike[
                       progress: bool = False, device: str | None = "auto",
                       plan: HistogramPlan | None = None) -> HistogramSection:
     """Train (or read back) the restricted variants, their stability test and the sweep; write the figures
-    ``histogram_attention``, ``histogram_curves`` and ``histogram_sweep`` (PNG + PDF) into ``out_dir``."""
+    ``histogram_attention``, ``histogram_curves``, ``histogram_sweep`` and ``histogram_scores`` (PNG + PDF)
+    into ``out_dir``."""
     from attnphase.experiments.histogram.train import dataset
-    from attnphase.plots.histogram import plot_attention, plot_curves, plot_sweep
+    from attnphase.plots.histogram import plot_attention, plot_curves, plot_scores, plot_sweep
 
     plan = plan or (QUICK if quick else FULL)
     out = Path(out_dir)
@@ -88,7 +89,8 @@ def histogram_section(out_dir: str | os.PathLike[str], store: str | os.PathLike[
     figures = {"histogram_attention": plot_attention([pos, sem], val[:plan.example_sequences],
                                                      out / "histogram_attention"),
                "histogram_curves": plot_curves(restricted, out / "histogram_curves"),
-               "histogram_sweep": plot_sweep(rows, out / "histogram_sweep")}
+               "histogram_sweep": plot_sweep(rows, out / "histogram_sweep"),
+               "histogram_scores": plot_scores(sweep_runs, out / "histogram_scores")}
     return HistogramSection(plan=plan, restricted=[r.to_dict() for r in restricted],
                             stability=[s.to_dict() for s in stab], sweep=[r.to_dict() for r in rows],
                             figures=figures, seconds=time.perf_counter() - t0, ran=ran, reused=reused)
@@ -116,12 +118,15 @@ def section_markdown(sec: HistogramSection) -> str:
         mech = ", ".join(f"{m} x{sum(r['mechanism'] == m for r in sub)}" for m in LABELS
                          if any(r["mechanism"] == m for r in sub))
         lines.append(f"| {v} | {len(sub)} | {_mean_sd([r['val_accuracy'] for r in sub])} | {study[v]} | {mech} |")
-    lines += ["", f"Stability ({p.stability_epochs} SGD epochs, lr 1e-3, noise 1e-3, unrestricted model):\n",
-              "| variant | seed | noise distance | distance moved | relative | accuracy before | after | mechanism after |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["", f"Stability ({p.stability_epochs} SGD epochs, lr 1e-3, noise 1e-3 on the embeddings and W_Q, W_K, "
+              "unrestricted model; 'study' columns: the study's sum of per-tensor norms):\n",
+              "| variant | seed | noise distance | distance moved | study distance | study, zero entries | "
+              "init to trained (study) | accuracy before | after | mechanism after |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sec.stability:
         lines.append(f"| {r['variant']} | {r['seed']} | {r['noise_distance']:.4f} | {r['distance']:.4f} | "
-                     f"{r['relative_distance']:.2e} | {r['val_accuracy_before']:.5f} | {r['val_accuracy_after']:.5f} | "
+                     f"{r['study_distance']:.4f} | {r['study_distance_zeros']:.4f} | {r['init_distance']:.1f} | "
+                     f"{r['val_accuracy_before']:.5f} | {r['val_accuracy_after']:.5f} | "
                      f"{r['mechanism_after']} ({r['mechanism_score_after']:+.2f}) |")
     lines += ["", "Data-size sweep of the unrestricted model (fractions with Wilson 95 % intervals):\n",
               "| n_train | runs | positional | semantic | mixed | mean accuracy |", "|---|---|---|---|---|---|"]

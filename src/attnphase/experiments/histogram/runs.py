@@ -135,8 +135,9 @@ def stability_histogram(runs: Sequence[HistogramRun], store: str | os.PathLike[s
     hs = HistogramStore(store) if store is not None else None
     out: dict[int, st.StabilityRun] = {}
     try:
-        keys = [run_key(r.variant, r.n_train, r.seed, r.schedule, noise=noise, sgd_epochs=epochs, sgd_lr=lr)
-                for r in runs]
+        # the perturbed tensors enter the key: rows of the former test (noise on every parameter) are not reused
+        keys = [run_key(r.variant, r.n_train, r.seed, r.schedule, noise=noise, sgd_epochs=epochs, sgd_lr=lr,
+                        perturbed=",".join(st.PERTURBED)) for r in runs]
         todo: dict[tuple, list[int]] = {}
         for i, (r, k) in enumerate(zip(runs, keys, strict=True)):
             got = hs.get("stability", k) if hs is not None else None
