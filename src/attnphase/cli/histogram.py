@@ -26,7 +26,8 @@ _BOUNDS = {"seq_len": 256, "alphabet": 100_000, "width": 4096, "hidden": 16_384,
 COLUMNS = ("variant", "n_train", "seed", "val_accuracy", "train_accuracy", "mechanism", "mechanism_score",
            "tok_dev", "pos_dev", "seconds")
 STABILITY_COLUMNS = ("variant", "n_train", "seed", "noise_distance", "distance", "relative_distance",
-                     "val_accuracy_before", "val_accuracy_after", "mechanism_after", "mechanism_score_after")
+                     "study_distance", "study_distance_zeros", "init_distance", "val_accuracy_before",
+                     "val_accuracy_after", "mechanism_after", "mechanism_score_after")
 SUMMARY_COLUMNS = ("n_train", "runs", "frac_positional", "positional_lo", "positional_hi", "frac_semantic",
                    "semantic_lo", "semantic_hi", "frac_mixed", "mixed_lo", "mixed_hi", "mean_accuracy",
                    "sem_accuracy")
