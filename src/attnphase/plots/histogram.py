@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from attnphase.experiments.histogram.data import count_labels
-from attnphase.experiments.histogram.sweep import LABELS, SweepRow
+from attnphase.experiments.histogram.sweep import LABELS, SweepRow, sweep_table
 from attnphase.experiments.histogram.train import HistogramRun
 
 _STYLE = {"positional": {"color": "tab:blue", "marker": "o", "ls": "-"},
@@ -147,12 +147,11 @@ def plot_scores(runs: Sequence[HistogramRun], out: str | Path) -> list[Path]:
         sub = [r for r in runs if r.variant == variant]
         if not sub:
             continue
-        ns = sorted({r.n_train for r in sub})
-        acc = [np.array([r.val_accuracy for r in sub if r.n_train == n]) for n in ns]
-        mean = np.array([a.mean() for a in acc])
-        sem = np.array([a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else 0.0 for a in acc])
+        rows = sweep_table(sub)  # mean and standard error per n_train, as the sweep's own table has them
         st = _STYLE[variant]
-        ax_a.errorbar(ns, mean, yerr=sem, color=st["color"], marker=st["marker"], ls=st["ls"], capsize=2, ms=4,
+        ax_a.errorbar([r.n_train for r in rows], [r.mean_accuracy for r in rows],
+                      yerr=np.nan_to_num([r.sem_accuracy for r in rows]), color=st["color"], marker=st["marker"],
+                      ls=st["ls"], capsize=2, ms=4,
                       label=variant if variant != "both" else "unrestricted")
     ax_a.set(xscale="log", xlabel="training sequences n_train", ylabel="validation accuracy")
     ax_a.legend(frameon=False, fontsize=8)
