@@ -28,7 +28,7 @@ def _row(r, seconds: float | None = None) -> dict:
         short = name.replace("alpha_", "")
         row[short] = None if c.value is None else round(c.value, 4)
         row[f"{short} width"] = None if c.width is None else round(c.width, 4)
-        row[f"{short} kind"] = c.kind
+        row[f"{short} kind"] = c.kind if c.found else c.search
     return row
 
 

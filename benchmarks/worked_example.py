@@ -25,7 +25,7 @@ from attnphase.setting import mixing_A
 
 def _fmt(c) -> str:
     if c.value is None:
-        return f"— ({c.kind})"
+        return f"— ({c.search})"
     return f"{c.value:.3f} [{c.lo:.3f}, {c.hi:.3f}] ({c.kind})"
 
 
@@ -40,7 +40,7 @@ def _task(args: tuple) -> dict:
            "test_error_linear": r.test_error_linear}
     for name in ("alpha_sem_appears", "alpha_c", "alpha_l", "alpha_pos_vanishes"):
         c = r.critical[name]
-        row[name] = {"value": c.value, "lo": c.lo, "hi": c.hi, "kind": c.kind, "reason": c.reason}
+        row[name] = {"value": c.value, "lo": c.lo, "hi": c.hi, "kind": c.kind, "search": c.search, "reason": c.reason}
         row[name + "_text"] = _fmt(c)
     return row
 

@@ -74,7 +74,7 @@ def synthetic_curves(alphas: np.ndarray | None = None) -> dict[str, list[FixedPo
            for a in alphas if a > 0.35]
     if len(sem) > 3:
         sem[3] = make_fixed_point(sem[3].alpha, "semantic", train_loss=0.0, test_error=0.0, m=0.0, theta=0.0,
-                                  status="collapsed to positional")
+                                  status="collapsed")
     return {"positional": pos, "semantic": sem}
 
 

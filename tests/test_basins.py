@@ -54,7 +54,7 @@ def test_distances_are_relative_to_the_branch_norm():
 
 
 def test_a_branch_that_does_not_exist_never_wins():
-    gone = {**POINTS, "semantic": BranchPoint("semantic", 0.0, 0.0004, 0.0, 0.0, "collapsed to agnostic")}
+    gone = {**POINTS, "semantic": BranchPoint("semantic", 0.0, 0.0004, 0.0, 0.0, "collapsed")}
     assert math.isnan(basin_distances(0.0, 0.135, gone)["semantic"])
     assert classify(0.0, 0.135, gone) == "other"
     assert classify(0.25, 0.0, gone) == "positional"

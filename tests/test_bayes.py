@@ -154,7 +154,7 @@ def test_thresholds_do_not_depend_on_omega_below_one_and_vanish_at_one():
         for k in ("alpha_weak", "alpha_it", "alpha_alg", "alpha_spinodal"):
             assert d[k] == pytest.approx(ref[k], rel=1e-12)
     th = thresholds(2, 1.0)
-    assert all(not c.found and c.kind == "not in range" for c in th.critical.values())
+    assert all(not c.found and c.kind is None and c.search == "not in range" for c in th.critical.values())
 
 
 def test_noisy_variant_is_continuous_in_delta():

@@ -123,9 +123,11 @@ def test_status_and_warnings():
         assert not p.converged and not p.valid and p.status == Status(st)
     # A warning never invalidates: the point with a warning is the global minimum.
     assert global_minimum({"semantic": ok, "positional": _fp("collapsed", train_loss=0.0, branch="positional")}) is ok
-    # First-version status strings are read.
-    assert _fp("ok (3 proximal points above gradient tolerance)").warnings
-    assert _fp("collapsed to agnostic").status == Status.collapsed
+    # A status is a code: its exact value is read, free text is refused (never parsed by its prefix).
+    assert _fp("collapsed").status == Status.collapsed
+    for text in ("collapsed to agnostic", "ok (3 proximal points above gradient tolerance)", "OK"):
+        with pytest.raises(ValueError, match="unknown status"):
+            _fp(text)
 
 
 def test_to_dict_round_trip_study_and_general():

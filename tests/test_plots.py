@@ -13,7 +13,7 @@ from conftest import LINEAR, OMEGA, synthetic_curves
 
 from attnphase import plots
 from attnphase.theory.state_evolution.results import global_minimum_curve
-from attnphase.theory.transition.records import Critical, TransitionResult
+from attnphase.theory.transition.records import SEARCHES, Critical, TransitionResult
 
 
 def synthetic_sim(ds: tuple[int, ...] = (100,), alphas: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0),
@@ -41,8 +41,10 @@ def synthetic_sim(ds: tuple[int, ...] = (100,), alphas: tuple[float, ...] = (0.5
 
 
 def _crit(name: str, value: float | None, half: float = 0.03, kind: str = "crossing") -> Critical:
+    """kind: what a found value is; for a missing one, how its search ended when that is a search outcome
+    ("above range"), else "not in range"."""
     if value is None:
-        return Critical.missing(name, kind if kind != "crossing" else "not in range", "synthetic")
+        return Critical.missing(name, kind if kind in SEARCHES else "not in range", "synthetic")
     return Critical(name, value, value - half, value + half, kind, "synthetic")
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from types import SimpleNamespace
@@ -72,6 +73,31 @@ def test_critical_record_checks_its_interval() -> None:
     assert not m.found and m.to_dict()["alpha_l_reason"] == "why"
 
 
+def test_critical_record_says_what_it_is_and_how_its_search_ended_separately() -> None:
+    """kind (what a value is) and search (how the search ended) are two codes: a value exactly when found, a kind
+    exactly when there is a value; neither accepts the other's values."""
+    c = Critical("alpha_c", 1.0, 0.9, 1.1, "at spinodal", "m")
+    assert c.kind == "at spinodal" and c.search == "found"
+    m = Critical.missing("alpha_c", "above range", "positional lower wherever both exist")
+    assert m.kind is None and m.search == "above range" and m.to_dict()["alpha_c_kind"] is None
+    assert m.to_dict()["alpha_c_search"] == "above range"
+    for bad in (lambda: Critical("alpha_c", 1.0, 0.9, 1.1, "above range", "m"),  # a search outcome as a kind
+                lambda: Critical.missing("alpha_c", "crossing", "why"),  # a kind as a search outcome
+                lambda: Critical.missing("alpha_c", "found", "why"),  # found without a value
+                lambda: Critical("alpha_c", 1.0, 0.9, 1.1, None, "m"),  # a value that does not say what it is
+                lambda: Critical("alpha_c", 1.0, 0.9, 1.1, "fold", "m", "", "failed")):  # a value from a failure
+        with pytest.raises(ValueError):
+            bad()
+    # a record round-trips through its JSON form, and one written before search existed is read as such
+    assert Critical.from_dict(dataclasses.asdict(m)) == m and Critical.from_dict(dataclasses.asdict(c)) == c
+    old = {"name": "alpha_c", "value": None, "lo": None, "hi": None, "kind": "above range", "method": "",
+           "reason": "r"}
+    assert Critical.from_dict(old) == Critical.missing("alpha_c", "above range", "r")
+    old_found = {"name": "alpha_c", "value": 1.0, "lo": 0.9, "hi": 1.1, "kind": "crossing", "method": "m",
+                 "reason": ""}
+    assert Critical.from_dict(old_found) == Critical("alpha_c", 1.0, 0.9, 1.1, "crossing", "m")
+
+
 def test_root_interval_contains_the_root_of_a_noisy_difference() -> None:
     """f = (a - 1.1) * 0.01 + noise of known standard error: the interval covers 1.1 in (nearly) all draws."""
     rng = np.random.default_rng(1)
@@ -87,7 +113,7 @@ def test_root_interval_contains_the_root_of_a_noisy_difference() -> None:
         hits += c.lo <= 1.1 <= c.hi
         assert c.width < 0.1
     assert hits >= 38
-    assert noisy_root("x", lambda a: (a + 1.0, 0.0), 0.5, 2.0, 1e-3, 3.0, "t").kind == "not in range"
+    assert noisy_root("x", lambda a: (a + 1.0, 0.0), 0.5, 2.0, 1e-3, 3.0, "t").search == "not in range"
 
 
 def _global_excess_like(root: float, offset: float = 0.0, noise: np.random.Generator | None = None):
@@ -281,7 +307,8 @@ def test_alpha_c_is_bracketed_by_a_sign_change(study_transition):
     assert all(p.alpha > sem_end.hi for p in r.curves["semantic"])
     d = r.to_dict()
     assert d["alpha_c_kind"] == "crossing" and d["alpha_sem_appears_kind"] == "pitchfork"
-    assert d["alpha_pos_vanishes"] is None and d["alpha_pos_vanishes_kind"] == "not in range"
+    assert d["alpha_pos_vanishes"] is None and d["alpha_pos_vanishes_kind"] is None \
+        and d["alpha_pos_vanishes_search"] == "not in range" and d["alpha_c_search"] == "found"
     assert d["alpha_pos_vanishes_reason"]
 
 
@@ -453,7 +480,7 @@ def test_positional_merge_at_small_omega_is_a_located_pitchfork():
     assert c.width < 0.1 and len(end.per_scrambling) >= 3
     assert positional_slope(s, c.lo - 0.05, seed=7) > 1.0 > positional_slope(s, c.hi + 0.05, seed=7)
     # at omega = 0.3 the agnostic point is unstable in m at alpha = 2: no merge claimed
-    assert merge_end(Setting(omega=0.3), "positional", 0.2, 2.0, "fast").critical.kind == "not in range"
+    assert merge_end(Setting(omega=0.3), "positional", 0.2, 2.0, "fast").critical.search == "not in range"
 
 
 @pytest.mark.slow

@@ -75,7 +75,8 @@ def _bayes(args: argparse.Namespace) -> int:
             emit(out, args)
         else:  # one row per threshold
             rows = [{"omega": r.omega, "L": r.L, "delta": r.delta, "name": c.name, "value": c.value, "lo": c.lo,
-                     "hi": c.hi, "kind": c.kind, "reason": c.reason} for r in results for c in r.critical.values()]
+                     "hi": c.hi, "kind": c.kind, "search": c.search, "reason": c.reason}
+                    for r in results for c in r.critical.values()]
             emit(rows, args)
         return 0
     alphas = parse_spec(args.alpha if args.alpha is not None else "0.05:1:20", "--alpha")

@@ -21,9 +21,10 @@ from attnphase.setting import STUDENTS
 
 MAX_N_GRID = 200  # alpha grid points per omega before refinement (each is a pair of fixed points)
 OUTPUT_FILES = ("phase_diagram.csv", "phase_diagram.png", "phase_diagram.pdf")  # what phase-diagram writes in --out
-COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_l", "alpha_l_lo", "alpha_l_hi",
-           "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo", "alpha_sem_appears_hi",
-           "alpha_sem_appears_kind", "alpha_pos_vanishes", "alpha_pos_vanishes_kind", "note"]
+COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alpha_c_search", "alpha_l", "alpha_l_lo",
+           "alpha_l_hi", "alpha_l_search", "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo",
+           "alpha_sem_appears_hi", "alpha_sem_appears_kind", "alpha_sem_appears_search", "alpha_pos_vanishes",
+           "alpha_pos_vanishes_kind", "alpha_pos_vanishes_search", "note"]
 
 
 def check_transition_options(args: argparse.Namespace, omegas: list[float], announce: bool = True):

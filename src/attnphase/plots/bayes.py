@@ -174,7 +174,7 @@ def plot_bayes_phase_diagram(thresholds: Sequence[Any], out: str | Path, *, tran
     for name, color, label in (("alpha_c", "black", rf"ERM $\alpha_c > {alpha_max:g}$"),
                                ("alpha_l", ALPHA_L_STYLE["color"], rf"ERM $\alpha_l > {alpha_max:g}$")):
         if name == "alpha_c":
-            far = [t.omega for t in trs if name in t.critical and t.critical[name].kind == "above range"]
+            far = [t.omega for t in trs if name in t.critical and t.critical[name].search == "above range"]
         else:
             far = [t.omega for t in trs if name in t.critical and not t.critical[name].found
                    and never_beats_linear(t)]

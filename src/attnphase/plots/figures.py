@@ -438,10 +438,18 @@ def _bracket(tr: Any, name: str) -> tuple[float, float] | None:
 
 
 def _kind(tr: Any, name: str) -> str | None:
-    """The kind of a critical value as the theory classified it (None for records without kinds)."""
+    """What a critical value is, as the theory classified it (None for records without kinds, or no value)."""
+    crit = getattr(tr, "critical", None)
+    if isinstance(crit, Mapping) and name in crit and crit[name].kind is not None:
+        return str(crit[name].kind)
+    return None
+
+
+def _search(tr: Any, name: str) -> str | None:
+    """How the search for a critical value ended (None for records without one)."""
     crit = getattr(tr, "critical", None)
     if isinstance(crit, Mapping) and name in crit:
-        return str(crit[name].kind)
+        return str(crit[name].search)
     return None
 
 
@@ -504,7 +512,7 @@ def plot_phase_diagram(
         pts = [p for p in pts if p[1] is not None]
         if name == "alpha_c":
             # positional wins wherever both branches exist: the boundary lies beyond the computed range
-            beyond = [t.omega for t in trs if _kind(t, "alpha_c") == "above range"]
+            beyond = [t.omega for t in trs if _search(t, "alpha_c") == "above range"]
             if beyond:  # inside the frame, at its right edge (x in axes fractions)
                 ax.plot([1 - _EDGE] * len(beyond), beyond, transform=ax.get_yaxis_transform(), marker=">",
                         markersize=6, color="black", linestyle="none", label=rf"$\alpha_c > {alpha_max:g}$",

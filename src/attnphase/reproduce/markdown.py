@@ -42,7 +42,7 @@ def _flagged(curves: Iterable[tuple[float, str, FixedPoint]]) -> tuple[list[str]
     problems: list[str] = []
     collapsed: dict[str, int] = {}
     for omega, branch, p in curves:
-        status = as_status(p.status)[0]
+        status = as_status(p.status)
         if status == Status.collapsed:
             collapsed[branch] = collapsed.get(branch, 0) + 1
         elif not p.converged:

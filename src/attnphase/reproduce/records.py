@@ -103,7 +103,7 @@ class TransitionRecord:
     def from_result(cls, tr: Any) -> TransitionRecord:
         from attnphase.theory.transition.records import Critical
 
-        crit = {str(k): (c if isinstance(c, Critical) else Critical(**c))
+        crit = {str(k): (c if isinstance(c, Critical) else Critical.from_dict(c))
                 for k, c in (getattr(tr, "critical", None) or {}).items()}
         return cls(
             omega=float(tr.omega),
@@ -136,7 +136,7 @@ class TransitionRecord:
         kw["curves"] = {b: [fixed_point_from_json(p) for p in pts] for b, pts in kw.get("curves", {}).items()}
         from attnphase.theory.transition.records import Critical
 
-        kw["critical"] = {k: Critical(**c) for k, c in (kw.get("critical") or {}).items()}
+        kw["critical"] = {k: Critical.from_dict(c) for k, c in (kw.get("critical") or {}).items()}
         return cls(**kw)
 
     def to_dict(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnphase.errors import InputError
+from attnphase.notes import Status
 from attnphase.setting import Setting
 
 BASIN_TOL = 0.5
@@ -49,18 +50,24 @@ TASK_MARK = "basins"  # options["task"]: keeps basins rows apart from plain swee
 
 @dataclass(frozen=True)
 class BranchPoint:
-    """The theory's fixed point of one branch, reduced to what the classification needs."""
+    """The theory's fixed point of one branch, reduced to what the classification needs.  status: the solve's
+    Status (None where the solve raised); reason: the message beside it."""
 
     branch: str
     m: float
     theta: float
     train_loss: float
     test_error: float
-    status: str
+    status: Status | None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status is not None:  # a code, never free text ("ok" is read as Status.ok)
+            object.__setattr__(self, "status", Status(self.status))
 
     @property
     def exists(self) -> bool:
-        return self.status == "ok" and math.isfinite(self.m) and math.isfinite(self.theta)
+        return self.status == Status.ok and math.isfinite(self.m) and math.isfinite(self.theta)
 
 
 def theory_points(setting: Setting, alpha: float) -> dict[str, BranchPoint]:
@@ -81,12 +88,11 @@ def _theory_points_cached(setting_json: str, alpha: float) -> tuple[tuple[str, B
     for branch in BRANCHES:
         try:
             fp = solve(setting, alpha, branch=branch, precision="fast")
-            status = str(fp.status) if fp.converged else f"not converged ({fp.status})"
             summ = fp.summary()  # the theory's scalar summaries (|m_1|, |theta| in the study's setting)
             pt = BranchPoint(branch, abs(float(summ["m"])), abs(float(summ["theta"])), float(fp.train_loss),
-                             float(fp.test_error), "ok" if status == "ok" else status)
+                             float(fp.test_error), fp.status)
         except (ValueError, ArithmeticError, RuntimeError) as exc:
-            pt = BranchPoint(branch, math.nan, math.nan, math.nan, math.nan, f"failed: {exc}")
+            pt = BranchPoint(branch, math.nan, math.nan, math.nan, math.nan, None, f"failed: {exc}")
         out.append((branch, pt))
     return tuple(out)
 
@@ -123,7 +129,7 @@ def classification_record(m: float, theta: float, points: Mapping[str, BranchPoi
     for b in BRANCHES:
         p = points[b]
         rec[f"basin_distance_{b}"] = None if not math.isfinite(dist[b]) else dist[b]
-        rec[f"theory_{b}_status"] = p.status
+        rec[f"theory_{b}_status"] = "failed" if p.status is None else p.status.value
         rec[f"theory_{b}_m"] = p.m if math.isfinite(p.m) else None
         rec[f"theory_{b}_theta"] = p.theta if math.isfinite(p.theta) else None
         rec[f"theory_{b}_train_loss"] = p.train_loss if p.exists and math.isfinite(p.train_loss) else None

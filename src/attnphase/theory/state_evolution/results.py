@@ -55,28 +55,13 @@ class StartRecord:
         return cls(str(d["name"]), Status(d["status"]), float("nan") if tl is None else float(tl),
                    None if same is None else str(same))
 
-_LEGACY_STATUS = (("collapsed", Status.collapsed), ("not converged", Status.not_converged),
-                  ("not_converged", Status.not_converged), ("diverged", Status.diverged),
-                  ("inadmissible", Status.inadmissible))
-
-
-def as_status(status: str | Status) -> tuple[Status, tuple[str, ...]]:
-    """A Status from a Status or a string (first-version strings such as 'collapsed to agnostic' or
-    'ok (3 proximal points above gradient tolerance)' are read too; a note in brackets becomes a warning)."""
-    if isinstance(status, Status):
-        return status, ()
-    text = str(status)
+def as_status(status: str | Status) -> Status:
+    """A Status from a Status or its exact value (a code: free text such as 'collapsed to agnostic' is refused,
+    never read by its prefix)."""
     try:
-        return Status(text), ()
+        return Status(status)
     except ValueError:
-        pass
-    for prefix, st in _LEGACY_STATUS:
-        if text.startswith(prefix):
-            return st, ()
-    if text.startswith("ok"):
-        note = text[2:].strip(" ()")
-        return Status.ok, ((note,) if note else ())
-    raise InputError(f"unknown status {status!r}; one of {', '.join(s.value for s in Status)}")
+        raise InputError(f"unknown status {status!r}; one of {', '.join(s.value for s in Status)}") from None
 
 
 def summaries(o: Overlaps) -> dict[str, float]:
@@ -178,7 +163,7 @@ class FixedPoint:
                  message: str = "", n_points: int = 0, n_replicas: int = 0, seconds: float = 0.0,
                  precision: str = "default", setting: dict[str, Any] | None = None,
                  hints: SolverHints | None = None, starts: Sequence[StartRecord] = ()) -> None:
-        st, notes = as_status(status)
+        st = as_status(status)
         if converged is False and st == Status.ok:
             # First-version records: converged = False with an 'ok' text meant 'not converged'.
             st = Status.not_converged
@@ -193,7 +178,7 @@ class FixedPoint:
         _set(self, "test_error", float(test_error) if test_error is not None else float("nan"))
         _set(self, "errors", {k: (float("nan") if v is None else v) for k, v in dict(errors or {}).items()})
         _set(self, "status", st)
-        _set(self, "warnings", as_notes(warnings) + as_notes(notes))
+        _set(self, "warnings", as_notes(warnings))
         _set(self, "iterations", int(iterations))
         _set(self, "residual", float("nan") if residual is None else float(residual))
         _set(self, "message", str(message))

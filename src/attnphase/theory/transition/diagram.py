@@ -12,7 +12,7 @@ from typing import Any
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_number
 from attnphase.theory.transition.driver import check_transition_args, transition
-from attnphase.theory.transition.records import Critical, CriticalKind, TransitionResult
+from attnphase.theory.transition.records import Critical, Search, TransitionResult
 
 
 def _transition_task(args: tuple) -> TransitionResult:
@@ -61,7 +61,7 @@ def positional_limit(setting: Setting, omega_lo: float, omega_hi: float, alpha_m
     c_lo, c_hi = alpha_c(lo), alpha_c(hi)
     if not (c_lo.found and c_lo.value < alpha_max):
         return Critical.missing("omega_positional", "not in range", f"alpha_c(omega = {lo:g}) not below {alpha_max:g}")
-    if c_hi.kind != CriticalKind.above_range:
+    if c_hi.search != Search.above_range:
         return Critical.missing("omega_positional", "not in range", f"alpha_c(omega = {hi:g}) is not above range")
     f_lo = c_lo.value - alpha_max
     half_lo = (c_lo.hi - c_lo.lo) / 2

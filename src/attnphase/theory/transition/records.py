@@ -5,7 +5,7 @@ re-derive them from curves."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -15,22 +15,29 @@ import numpy as np
 from attnphase.theory.state_evolution.results import FixedPoint
 
 
-# crossing: root of a difference; pitchfork / fold: a branch end; at spinodal: alpha_c where the semantic branch
-# appears below the positional one (no crossing); above range: alpha_c beyond alpha_max (positional lower
-# wherever both exist); not in range: no such value in the searched range (reason says why); failed;
-# unknown: a branch end located where the solver stops finding the branch, not classified.
+# What a critical value is: crossing: root of a difference; pitchfork / fold: a branch end; at spinodal: alpha_c
+# where the semantic branch appears below the positional one (no crossing); unknown: a branch end located where the
+# solver stops finding the branch, not classified.
 class CriticalKind(StrEnum):
     crossing = "crossing"
     pitchfork = "pitchfork"
     fold = "fold"
     at_spinodal = "at spinodal"
-    above_range = "above range"
-    not_in_range = "not in range"
-    failed = "failed"
     unknown = "unknown"
 
 
+# How its search ended: found (a value and its interval); above range: alpha_c beyond alpha_max (positional lower
+# wherever both exist); not in range: no such value in the searched range; failed: the search broke down.  The
+# reason says why, in words, beside the code.
+class Search(StrEnum):
+    found = "found"
+    above_range = "above range"
+    not_in_range = "not in range"
+    failed = "failed"
+
+
 KINDS = tuple(k.value for k in CriticalKind)
+SEARCHES = tuple(s.value for s in Search)
 
 
 @dataclass(frozen=True)
@@ -38,21 +45,33 @@ class Critical:
     """One critical value with its interval.
 
     value: the estimate (None when not found); (lo, hi): an interval meant to contain the exact value (integration
-    error and root-finding tolerance included); kind: one of KINDS; method: how it was computed; reason: why there
-    is no value, or a note."""
+    error and root-finding tolerance included); kind: what the value is (one of KINDS; None when there is no
+    value); search: how its search ended (one of SEARCHES: "found" exactly when there is a value); method: how it
+    was computed; reason: why there is no value, or a note."""
 
     name: str
     value: float | None
     lo: float | None
     hi: float | None
-    kind: CriticalKind
+    kind: CriticalKind | None
     method: str
     reason: str = ""
+    search: Search = Search.found
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
-        object.__setattr__(self, "kind", CriticalKind(self.kind))  # a plain string is taken and stored as the enum
+        if self.kind is not None and self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS} or None, got {self.kind!r}")
+        if self.search not in SEARCHES:
+            raise ValueError(f"search must be one of {SEARCHES}, got {self.search!r}")
+        # plain strings are taken and stored as the enums
+        object.__setattr__(self, "kind", None if self.kind is None else CriticalKind(self.kind))
+        object.__setattr__(self, "search", Search(self.search))
+        if (self.value is not None) != (self.search == Search.found):
+            raise ValueError(f"{self.name}: search {self.search.value!r} with value {self.value}: a value is "
+                             "reported exactly when the search found it")
+        if (self.value is not None) != (self.kind is not None):
+            raise ValueError(f"{self.name}: kind {self.kind} with value {self.value}: a found value says what it "
+                             "is, a missing one has no kind")
         if self.value is not None and not (self.lo <= self.value <= self.hi):
             raise ValueError(f"{self.name}: value {self.value} outside its interval [{self.lo}, {self.hi}]")
 
@@ -74,12 +93,27 @@ class Critical:
         return self.lo <= other.hi and other.lo <= self.hi
 
     @classmethod
-    def missing(cls, name: str, kind: CriticalKind | str, reason: str, method: str = "") -> Critical:
-        return cls(name, None, None, None, kind, method, reason)
+    def missing(cls, name: str, search: Search | str, reason: str, method: str = "") -> Critical:
+        """No value: ``search`` says how the search ended (not "found"), ``reason`` why in words."""
+        return cls(name, None, None, None, None, method, reason, search)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Critical:
+        """The record back from :func:`dataclasses.asdict` (JSON); records written before ``search`` existed
+        kept the search outcome in ``kind`` and are read as such."""
+        kw = dict(d)
+        if "search" not in kw:
+            kind = kw.get("kind")
+            if kind in SEARCHES:
+                kw["kind"], kw["search"] = None, kind
+            else:
+                kw["search"] = Search.found if kw.get("value") is not None else Search.failed
+        return cls(**kw)
 
     def to_dict(self, prefix: str | None = None) -> dict[str, Any]:
         p = prefix or self.name
-        return {p: self.value, f"{p}_lo": self.lo, f"{p}_hi": self.hi, f"{p}_kind": self.kind.value,
+        return {p: self.value, f"{p}_lo": self.lo, f"{p}_hi": self.hi,
+                f"{p}_kind": None if self.kind is None else self.kind.value, f"{p}_search": self.search.value,
                 f"{p}_method": self.method, f"{p}_reason": self.reason}
 
 

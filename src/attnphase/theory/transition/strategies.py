@@ -23,7 +23,7 @@ from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
 from attnphase.theory.transition.linearised import classify_end, instability, theta_points
-from attnphase.theory.transition.records import Critical, CriticalKind
+from attnphase.theory.transition.records import Critical, Search
 
 
 class BranchEnds(Protocol):
@@ -143,8 +143,8 @@ class AdapterEnds:
                 f"fixed point at every alpha solved up to {self.alpha_max:g}, and the agnostic point is unstable in m "
                 f"there", "continuation along the alpha grid")
         m = self.merge
-        if out["alpha_pos_vanishes"].kind == CriticalKind.not_in_range and m is not None and not m.critical.found \
-                and m.critical.kind == CriticalKind.failed:
+        if out["alpha_pos_vanishes"].search == Search.not_in_range and m is not None and not m.critical.found \
+                and m.critical.search == Search.failed:
             out["alpha_pos_vanishes"] = m.critical
         out["alpha_sem_appears"] = self.sem.critical
         out["semantic_pitchfork"] = self.sem.pitchfork
