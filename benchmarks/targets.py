@@ -81,9 +81,10 @@ def main() -> None:
             else:
                 row[f"ratio [{i}]/[0]"] = round(sec / first, 3)
         rows.append(row)
-        print(format_table([row]), flush=True)
+        print(f"{name}: {row}", flush=True)
+    cols = list(dict.fromkeys(k for r in rows for k in r))
     print()
-    print(format_table(rows))
+    print(format_table(rows, cols))
     if len(trees) > 1:
         print("\n" + "\n".join(f"[{i}] {t}" for i, t in enumerate(trees)))
     print(f"\nload average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")

@@ -97,10 +97,14 @@ def test_newton_reuses_a_given_jacobian_and_refreshes_a_bad_one() -> None:
         return np.array([u[0] ** 3 - 8.0, u[1] - 1.0])
 
     r = newton(F, np.array([2.5, 0.0]), [0, 1], np.full(2, 1e-7), tol=1e-12)
-    assert r.converged and np.allclose(r.u, [2.0, 1.0])
+    assert r.converged and np.allclose(r.x, [2.0, 1.0])
     # a grossly wrong Jacobian is replaced, not trusted
     r2 = newton(F, np.array([2.5, 0.0]), [0, 1], np.full(2, 1e-7), tol=1e-12, jacobian=-np.eye(2))
-    assert r2.converged and np.allclose(r2.u, [2.0, 1.0])
+    assert r2.converged and np.allclose(r2.x, [2.0, 1.0])
+    # a stalled iteration accepted at the residual `accept` says so with a code
+    stalled = newton(lambda u: np.array([u[0] - 1.0 + 1e-6 * np.sign(np.sin(1e9 * u[0]))]), np.array([0.0]), [0],
+                     np.full(1, 1e-3), tol=1e-12, accept=1e-3)
+    assert stalled.converged and [w.code for w in stalled.warnings] == ["at_resolution"]
 
 
 @pytest.mark.parametrize("p_hi", [1.33, 2.0])

@@ -28,24 +28,9 @@ from enum import StrEnum
 import numpy as np
 
 from attnphase.errors import InputError
-from attnphase.theory.solvers.fixed_point import Status
+from attnphase.theory.solvers.fixed_point import SolverResult, Status, at_resolution
 
 Residual = Callable[[np.ndarray], np.ndarray]
-
-
-@dataclass(frozen=True)
-class NewtonResult:
-    u: np.ndarray
-    status: Status  # ok, not_converged (stalled, singular, out of steps) or inadmissible (left the domain)
-    iterations: int  # residual evaluations, Jacobian columns included
-    residual: float
-    jacobian: np.ndarray | None  # on the free coordinates, re-usable as a chord matrix
-    message: str = ""
-    corrections: int = 0  # Newton steps taken
-
-    @property
-    def converged(self) -> bool:
-        return self.status == Status.ok
 
 
 def fd_jacobian(F: Residual, u: np.ndarray, free: np.ndarray, steps: np.ndarray,
@@ -65,13 +50,16 @@ def fd_jacobian(F: Residual, u: np.ndarray, free: np.ndarray, steps: np.ndarray,
 
 
 def newton(F: Residual, u0: np.ndarray, free, steps, *, tol: float, max_iter: int = 12,
-           jacobian: np.ndarray | None = None, accept: float = 0.0) -> NewtonResult:
+           jacobian: np.ndarray | None = None, accept: float = 0.0) -> SolverResult:
     """Solve F(u) = 0 for the coordinates ``free`` of u (the others held), from u0.
 
     The Jacobian (given, or by forward differences) is kept while the residual falls by a factor 10 or more per
     step; otherwise it is recomputed once at the current point.  ``accept``: a residual at which a stalled
     iteration still counts as converged (a map computed with finitely many integration points is piecewise
-    constant at a small scale, below which the residual only jitters)."""
+    constant at a small scale, below which the residual only jitters; such a result carries the at_resolution
+    warning).  Returns the solvers' one result type: x the best point, nit the residual evaluations (Jacobian
+    columns included), jacobian the last Newton matrix on the free coordinates, extra["corrections"] the Newton
+    steps taken."""
     free = np.asarray(free, int)
     steps = np.asarray(steps, float)
     u = np.array(u0, float)
@@ -85,18 +73,18 @@ def newton(F: Residual, u0: np.ndarray, free, steps, *, tol: float, max_iter: in
         try:
             f = F(u)
         except ValueError as exc:
-            return NewtonResult(best[1], Status.inadmissible, n_eval, best[0], J, f"left the admissible set: {exc}")
+            return _result(best[1], Status.inadmissible, n_eval, best[0], J, f"left the admissible set: {exc}", n_steps)
         n_eval += 1
         res = float(np.max(np.abs(f)))
         if res < best[0]:
             best = (res, u.copy())
         if res < tol:
-            return NewtonResult(u, Status.ok, n_eval, res, J, corrections=n_steps)
+            return _result(u, Status.ok, n_eval, res, J, "", n_steps)
         if res > (0.9 if fresh else 0.1) * prev:
             if fresh:
                 ok = best[0] <= accept
-                return NewtonResult(best[1], Status.ok if ok else Status.not_converged, n_eval, best[0], J,
-                                    "" if ok else "Newton stalled", corrections=n_steps)
+                return _result(best[1], Status.ok if ok else Status.not_converged, n_eval, best[0], J,
+                               "" if ok else "Newton stalled", n_steps, stalled=ok and best[0] >= tol)
             # The chord matrix no longer contracts: refresh it at the best point so far.
             J = None
             if res > best[0]:
@@ -108,7 +96,8 @@ def newton(F: Residual, u0: np.ndarray, free, steps, *, tol: float, max_iter: in
             try:
                 J, k = fd_jacobian(F, u, free, steps, f0=f)
             except ValueError as exc:
-                return NewtonResult(best[1], Status.inadmissible, n_eval, best[0], None, f"left the admissible set: {exc}")
+                return _result(best[1], Status.inadmissible, n_eval, best[0], None, f"left the admissible set: {exc}",
+                               n_steps)
             n_eval += k
             fresh = True
         else:
@@ -117,13 +106,19 @@ def newton(F: Residual, u0: np.ndarray, free, steps, *, tol: float, max_iter: in
         try:
             du = np.linalg.lstsq(J, -f, rcond=None)[0]
         except np.linalg.LinAlgError:
-            return NewtonResult(best[1], Status.not_converged, n_eval, best[0], J, "singular Jacobian")
+            return _result(best[1], Status.not_converged, n_eval, best[0], J, "singular Jacobian", n_steps)
         u = u.copy()
         u[free] += du
         n_steps += 1
     ok = best[0] <= max(tol, accept)
-    return NewtonResult(best[1], Status.ok if ok else Status.not_converged, n_eval, best[0], J,
-                        "" if ok else "maximum number of Newton steps", corrections=n_steps)
+    return _result(best[1], Status.ok if ok else Status.not_converged, n_eval, best[0], J,
+                   "" if ok else "maximum number of Newton steps", n_steps, stalled=ok and best[0] >= tol)
+
+
+def _result(u: np.ndarray, status: Status, n_eval: int, res: float, J: np.ndarray | None, message: str,
+            corrections: int, stalled: bool = False) -> SolverResult:
+    return SolverResult(u, status, (at_resolution(res),) if stalled else (), n_eval, res, message,
+                        extra={"corrections": corrections}, jacobian=J)
 
 
 # ------------------------------------------------------------------------------------ Z2-symmetric maps
@@ -183,7 +178,7 @@ def locate_pitchfork(S: SymmetricMap, y0: np.ndarray, p0: float, *, y_scale: np.
     steps = np.append(1e-3 * np.asarray(y_scale, float), p_step)
     r = newton(F, np.append(y0, p0), np.arange(ny + 1), steps, tol=tol, jacobian=jacobian, accept=accept,
                max_iter=max_iter)
-    return Pitchfork(r.u[:ny], float(r.u[ny]), r.status, r.iterations, r.residual, r.jacobian, r.message)
+    return Pitchfork(r.x[:ny], float(r.x[ny]), r.status, r.nit, r.residual, r.jacobian, r.message)
 
 
 def bracket_from_above(f: Callable[[float], float], p_lo: float, p_hi: float, f_hi: float,
@@ -273,7 +268,7 @@ def arclength(F: Residual, u0: np.ndarray, tangent: np.ndarray, *, scale: np.nda
             return np.append(F(u), t_k @ (u / scale - v_pred))
 
         r = newton(Fext, u_pred, np.arange(N), steps_fd, tol=tol, jacobian=J, accept=accept, max_iter=10)
-        n_eval += r.iterations
+        n_eval += r.nit
         if not r.converged:
             ds *= 0.5
             J = None
@@ -282,7 +277,7 @@ def arclength(F: Residual, u0: np.ndarray, tangent: np.ndarray, *, scale: np.nda
                 break
             continue
         J = r.jacobian
-        u_new = r.u
+        u_new = r.x
         v_new = u_new / scale
         sec = v_new - v
         if np.linalg.norm(sec) == 0:
@@ -293,7 +288,7 @@ def arclength(F: Residual, u0: np.ndarray, tangent: np.ndarray, *, scale: np.nda
         pts.append(u_new)
         taus.append(tau.copy())
         preds.append(u_pred)
-        ds = min(ds * 1.5, ds_max) if r.corrections <= 3 else ds
+        ds = min(ds * 1.5, ds_max) if r.extra["corrections"] <= 3 else ds
         if stop is not None:
             reason = stop(u_new)
             if reason:
@@ -424,8 +419,8 @@ def refine_fold(F: Residual, path: Path, tp: TurningPoint, *, scale: np.ndarray,
             if not r.converged:
                 return best
             J = r.jacobian
-            ps.append(float(r.u[p_index]))
-            us.append(r.u)
+            ps.append(float(r.x[p_index]))
+            us.append(r.x)
         a = 0.5 * (ps[0] + ps[2]) - ps[1]
         b = 0.5 * (ps[2] - ps[0])
         if a == 0 or (a > 0) != (tp.kind == Turn.min):

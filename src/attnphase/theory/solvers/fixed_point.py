@@ -37,6 +37,7 @@ class SolverResult:
     message: str = ""
     aux: Any = None  # the map's side output at the returned point
     extra: dict = field(default_factory=dict)
+    jacobian: np.ndarray | None = None  # Newton solvers: the last Newton matrix (re-usable as a chord matrix)
 
     @property
     def converged(self) -> bool:
@@ -122,7 +123,7 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
             best = (res, it, gx, aux)
         elif accept > 0 and it - best[1] >= stagnation and best[0] <= accept:
             res_b, _, gx_b, aux_b = best
-            return SolverResult(gx_b, Status.ok, (_at_resolution(res_b),), it,
+            return SolverResult(gx_b, Status.ok, (at_resolution(res_b),), it,
                                 res_b, "map resolution", aux_b)
         X_hist.append(x.copy())
         R_hist.append(r.copy())
@@ -298,14 +299,14 @@ def _secant_update(matrix: np.ndarray, dx: np.ndarray, dr: np.ndarray, sizes: np
     return matrix + np.outer(-dx - matrix @ dr, dr * sw) / den
 
 
-def _at_resolution(res: float) -> Note:
+def at_resolution(res: float) -> Note:
     return Note(NoteCode.at_resolution, f"accepted at the map's resolution (residual {res:.1e})")
 
 
 def _chord_best(best: tuple, accept: float, nit: int, n_cheap: int) -> SolverResult:
     res_b, gx_b, aux_b, _ = best
     if res_b <= accept:
-        return SolverResult(gx_b, Status.ok, (_at_resolution(res_b),), nit, res_b, "map resolution", aux_b,
+        return SolverResult(gx_b, Status.ok, (at_resolution(res_b),), nit, res_b, "map resolution", aux_b,
                             {"cheap": n_cheap})
     return SolverResult(gx_b, Status.not_converged, (), nit, res_b,
                         "the frozen-Jacobian steps stopped reducing the residual", aux_b, {"cheap": n_cheap})

@@ -104,7 +104,7 @@ def _agnostic_start(setting: Setting, alpha: float, branch: str, z: np.ndarray) 
         return (bm.symmetric_map(setting, alpha, branch, z, u).gy - u) / np.abs(y)
 
     r = newton(F, y, [0, 1], 1e-3 * np.abs(y), tol=1e-9, accept=1e-5, max_iter=15)
-    return r.u, n + r.iterations
+    return r.x, n + r.nit
 
 
 def _agnostic_at(setting: Setting, alpha: float, branch: str, z: np.ndarray, y0: np.ndarray,
@@ -118,8 +118,8 @@ def _agnostic_at(setting: Setting, alpha: float, branch: str, z: np.ndarray, y0:
     r = newton(F, y0, [0, 1], 1e-3 * np.abs(y0), tol=1e-9, accept=1e-5, max_iter=15, jacobian=jacobian)
     if not r.converged:
         raise Inadmissible(f"agnostic point not found at alpha = {alpha:g}: {r.message}")
-    v = bm.symmetric_map(setting, alpha, branch, z, r.u)
-    return r.u, float(v.slope), r.jacobian, r.iterations + 1
+    v = bm.symmetric_map(setting, alpha, branch, z, r.x)
+    return r.x, float(v.slope), r.jacobian, r.nit + 1
 
 
 def _pitchforks(setting: Setting, branch: str, y0: np.ndarray, a0: float, log2_p: int, R: int, seed: int,
