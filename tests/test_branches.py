@@ -265,9 +265,9 @@ def test_rank2_agnostic_point_converges_without_the_rotation_gauge():
 
 
 def test_rank2_teacher_agnostic_point_at_default_precision():
-    """r* = 2, alpha 1.5: the default start is outside the map's domain (lambda + sigma^2 Vhat < 0 at V = 15);
-    solve() retries with V doubled after a first-evaluation failure, which the coarse pre-solve of `default`
-    hid (two evaluations counted), so `all` listed no agnostic point there.  The fixed point has V ~ 23.4; the
+    """r* = 2, alpha 1.5: a start at V = 15 is outside the map's domain (lambda + sigma^2 Vhat < 0), and a retry
+    after a first-evaluation failure was hidden by the coarse pre-solve of `default` (two evaluations counted), so
+    `all` listed no agnostic point there; the default start (V = 30) is inside.  The fixed point has V ~ 23.4; the
     `fast` solve (no coarse stage) is the independent check (train loss 0.0063311)."""
     s = Setting(omega=0.3, r_star=2)
     d, f = solve(s, 1.5, "agnostic", "default"), solve(s, 1.5, "agnostic", "fast")

@@ -196,12 +196,23 @@ def test_to_dict_of_a_failed_general_point_with_nan_overlaps():
     assert d["status"] == "not_converged" and d["theta_sv"] == [None]
 
 
-def test_default_start_outside_the_domain_is_retried_with_a_wider_V() -> None:
-    """r* = 2, agnostic: at the default start (V = 15) lambda + sigma^2 Vhat < 0, so the map is undefined there; the
-    solve retries from V = 30 and lands on the fixed point that a start inside the domain (V = 25) reaches."""
+def test_agnostic_default_start_is_inside_the_domain_where_a_narrower_V_is_not() -> None:
+    """r* = 2, agnostic, alpha 1.5: from V = 0.6 sigma^2 / lambda (15) one step of the map leaves its domain
+    (lambda + sigma^2 Vhat <= 0); the default start (V = 1.2 sigma^2 / lambda = 30) stays inside, so the solve needs
+    no retry, and lands on the fixed point that another start inside the domain (V = 25) reaches."""
+    from attnphase.theory.state_evolution.branch_map import BranchMap
+    from attnphase.theory.state_evolution.precision import integration_points
+    from attnphase.theory.state_evolution.starts import default_start
+
     s = Setting(L=2, r=1, r_star=2, omega=0.3)
+    bm = BranchMap(s, 1.5, Branch.agnostic, integration_points(s, "fast", 0, 0))
+    d0 = default_start(s, "agnostic")
+    assert d0.V[0, 0] == pytest.approx(1.2 * s.sigma**2 / s.lam)
+    bm(bm.pack(d0))  # inside: no Inadmissible
+    with pytest.raises(Inadmissible):
+        bm(bm.pack(Overlaps(q=d0.q, m=d0.m, V=0.5 * d0.V, theta=d0.theta)))
     fp = solve(s, 1.5, "agnostic", "fast")
-    assert fp.converged, fp.message
+    assert fp.converged and not fp.starts, fp.message  # the default start sufficed
     inside = solve(s, 1.5, "agnostic", "fast", init=Overlaps(q=np.array([[0.05]]), m=np.zeros((2, 1)),
                                                               V=np.array([[25.0]]), theta=np.zeros((1, 2))))
     assert inside.converged

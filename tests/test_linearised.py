@@ -108,23 +108,31 @@ def test_pitchfork_roots_do_not_depend_on_the_warm_starts(monkeypatch) -> None:
 
 def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_iteration() -> None:
     """r = 2, omega 0.3, alpha 0.59741, scrambling 2 of the mirrored points: Anderson stalls at a relative residual
-    5.5e-4 (200 or 400 iterations alike: integration points switching basin), so with tol 1e-7 alone the pitchfork
+    ~1e-3 (200 or 400 iterations alike: integration points switching basin), so with tol 1e-7 alone the pitchfork
     condition failed there (transition --rank 2 --n-grid 7: `failed`).  The stalled iterate is accepted (up to
-    AGNOSTIC_ACCEPT): one map step moves it by at most that, and its leading eigenvalue lies on the line through the
-    same scrambling's values at 0.57248 (0.97766) and 0.63248 (1.03142), i.e. 1.000."""
+    AGNOSTIC_ACCEPT on the solve's own map); what it is used for does not depend on where the iteration started:
+    from the default start (V = 1.2 sigma^2 / lambda) and from one at half its V, the points agree within the map's
+    graininess, and both leading eigenvalues lie on the line through the same scrambling's values at 0.57248 (0.97766)
+    and 0.63248 (1.03142), i.e. 1.000."""
     from attnphase.theory.model.overlaps import Branch
     from attnphase.theory.solvers.fixed_point import relative_residual
     from attnphase.theory.state_evolution.branch_map import BranchMap
+    from attnphase.theory.state_evolution.starts import default_start
     from attnphase.theory.state_evolution.symmetric import AGNOSTIC_ACCEPT
 
     s = Setting(omega=0.3, r=2)
     pts = lin.mirrored_points(s, "semantic", 2, 0)
-    sym = lin.agnostic_point(s, 0.59741, pts)
+    d0 = default_start(s, Branch.agnostic)
+    half = Overlaps(q=d0.q, m=d0.m, V=0.5 * d0.V, theta=d0.theta)
     bm = BranchMap(s, 0.59741, Branch.agnostic, pts)
-    x = bm.pack(sym)
-    # Re-evaluated on a fresh map the accepted point moves by more than anderson measured on the solve's own map
-    # (1.47e-3 on one 2-core machine, <= 1e-3 on the one the test was written on): the map's graininess
-    # is ~1e-3 here.  Twice the acceptance still fails a point that is not a fixed point at the map's resolution.
-    assert relative_residual(x, bm(x), bm.layout.scale)[1] <= 2 * AGNOSTIC_ACCEPT
-    lam, _ = lin.leading_eigenvalue(s, 0.59741, "semantic", pts, sym)
-    assert lam == pytest.approx(1.0, abs=0.01)
+    points = [lin.agnostic_point(s, 0.59741, pts), lin.agnostic_point(s, 0.59741, pts, start=half)]
+    for sym in points:
+        x = bm.pack(sym)
+        # Re-evaluated on a fresh map the accepted point moves by more than anderson measured on the solve's own
+        # map (1.4e-3 - 2.5e-3 at alpha 0.572 - 0.632 from either start): the map's graininess is ~1e-3 here.
+        # Three times the acceptance still fails a point that is not a fixed point at the map's resolution.
+        assert relative_residual(x, bm(x), bm.layout.scale)[1] <= 3 * AGNOSTIC_ACCEPT
+        lam, _ = lin.leading_eigenvalue(s, 0.59741, "semantic", pts, sym)
+        assert lam == pytest.approx(1.0, abs=0.005)
+    a, b = (bm.pack(p) for p in points)
+    assert np.max(np.abs(a - b) / bm.layout.scale(a)) < 0.01

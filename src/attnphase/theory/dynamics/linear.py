@@ -32,7 +32,7 @@ from scipy.optimize import brentq
 from scipy.special import digamma, polygamma
 
 from attnphase.errors import InputError
-from attnphase.problem import scores, softmax_rows
+from attnphase.problem import scores, softmax_rows, teacher_from_softmax
 from attnphase.setting import Setting, check_int, check_number
 from attnphase.theory.dynamics.drift import drift
 from attnphase.theory.dynamics.start import gram_factor
@@ -62,7 +62,7 @@ def _teacher(setting: Setting) -> tuple[np.ndarray, np.ndarray]:
     z, w = _points(L * rs)
     eta = z.T.reshape(-1, L, rs)
     Ssoft = softmax_rows(scores(sig * eta))
-    Tbar = (1.0 - setting.omega) * np.einsum("n,nlk->lk", w, Ssoft) + setting.omega * setting.A_array
+    Tbar = teacher_from_softmax(np.einsum("n,nlk->lk", w, Ssoft), setting.omega, setting.A_array)  # (T linear in S)
     Ts = (1.0 - setting.omega) * np.einsum("n,nlk,nij->lkij", w, Ssoft, _second_moments(eta)) / sig**2
     return Tbar, Ts
 

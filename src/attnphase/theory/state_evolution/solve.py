@@ -372,20 +372,7 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
 
 def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
                seed: int, kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
-    fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, memo)
-    # (the first evaluation, at each level: with a coarse pre-solve, one there and one at full resolution)
-    first = 1 + (1 if prec.coarse_log2 and prec.replicas > 1 else 0)
-    if init is None and fp.status == Status.inadmissible and fp.iterations <= first:
-        # The default start lies outside the map's domain (lambda + sigma^2 Vhat <= 0 at the first evaluation;
-        # measured for r* = 2, agnostic, alpha = 1.5: Vhat is too negative at V = 15, the fixed point has V = 23).
-        # |Vhat| falls with V: once more from the same start with V doubled.  (At default precision the coarse
-        # pre-solve's first evaluation counted too, and the retry never ran: `all` listed no agnostic point.)
-        o = default_start(setting, branch)
-        again = _solve(setting, alpha, as_branch(branch), prec, Overlaps(q=o.q, m=o.m, V=2.0 * o.V, theta=o.theta,
-                                                                          untied=o.untied), seed, kernel)
-        return dataclasses.replace(again, seconds=again.seconds + fp.seconds,
-                                   iterations=again.iterations + fp.iterations)
-    return fp
+    return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, memo)
 
 
 class _CoarseMemo:

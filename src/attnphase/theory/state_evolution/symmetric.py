@@ -48,9 +48,7 @@ def agnostic_point(setting: Setting, alpha: float, points: np.ndarray, start: Ov
     400 iterations alike; the leading eigenvalue moves by ~1e-3 per 1e-3 of alpha there)."""
     bm = BranchMap(setting, alpha, Branch.agnostic, points)
     d0 = default_start(setting, Branch.agnostic)
-    # From the given start, the default one, and the default with V doubled (|Vhat| falls with V: at large alpha
-    # the default V can leave lambda + sigma^2 Vhat <= 0 at the first step, as in solve()).
-    tries = ([start] if start is not None else []) + [d0, Overlaps(q=d0.q, m=d0.m, V=2.0 * d0.V, theta=d0.theta)]
+    tries = ([start] if start is not None else []) + [d0]  # (the default start: inside the map's domain, see there)
     message = ""
     for o in tries:
         sol = anderson(bm.step, bm.pack(o), tol=tol, max_iter=200, admissible=bm.admissible,
