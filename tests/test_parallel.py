@@ -46,9 +46,13 @@ def test_workers_are_single_threaded() -> None:
 
 
 # A parent that starts a pool of two sleeping workers (and a manager), prints their pids, then sleeps.
+# Ctrl-C raises KeyboardInterrupt even where the test runs with SIGINT ignored (a background job of a
+# non-interactive shell: the child inherits SIG_IGN and Python then installs no handler, so it slept on).
 _ORPHAN_SCRIPT = """
-import os, sys, time
+import os, signal, sys, time
 from attnphase.parallel import manager, pool
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def nap(path):
     open(path, "w").write(str(os.getpid()))
