@@ -276,17 +276,11 @@ def test_rank2_teacher_agnostic_point_at_default_precision():
     assert d.overlaps.V[0, 0] == pytest.approx(23.43, rel=3e-3)
 
 
-def test_a_semantic_curve_past_its_end_takes_the_single_points_verdict_without_a_ladder(monkeypatch):
+def test_a_semantic_curve_past_its_end_takes_the_single_points_verdict():
     """L = 3 simplex, fast: the semantic branch ends near alpha 0.2 (pitchfork 0.248); a curve stepping 0.227 -> 0.05
     used to continue it in halved steps towards the end (23 s) before giving the single point's verdict.  No single
     point continues the semantic branch internally, so neither does a curve: same status as the single point."""
-    from attnphase.theory.state_evolution import curves
-
-    def no_ladder(*a, **k):
-        raise AssertionError("the semantic branch is not continued internally")
-
     s = Setting(L=3, positions="simplex", omega=0.3)
     single = solve(s, 0.05, "semantic", "fast")
-    monkeypatch.setattr(curves, "_ladder", no_ladder)
     low, high = solve_curve(s, [0.05, 0.2273], "semantic", "fast")
     assert high.valid and single.status == low.status == Status.collapsed

@@ -103,7 +103,7 @@ def test_pitchfork_roots_do_not_depend_on_the_warm_starts(monkeypatch) -> None:
     old = lin.instability(s, "semantic", grid, xtol=0.005)
     assert new.critical.found and old.critical.found
     assert np.allclose(new.per_scrambling, old.per_scrambling, rtol=0, atol=1e-6)
-    assert 0.22 < new.critical.value < 0.28 and new.evaluations == old.evaluations
+    assert 0.22 < new.critical.value < 0.28
 
 
 def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_iteration() -> None:
