@@ -124,7 +124,7 @@ def test_a_start_whose_coarse_solve_reaches_an_earlier_ones_point_shares_its_res
     solve is not repeated (start record same_as "scaled"); every start's status is the one it gets solved alone
     (solve(init=start): nothing shared)."""
     from attnphase.theory.state_evolution.results import StartRecord
-    from attnphase.theory.state_evolution.starts import named_starts
+    from attnphase.theory.state_evolution.starts import default_start, named_starts
 
     fp = solve(L3, 1.5, "positional", "default")
     shared = {st.name: st.same_as for st in fp.starts}
@@ -133,7 +133,7 @@ def test_a_start_whose_coarse_solve_reaches_an_earlier_ones_point_shares_its_res
     back = [StartRecord.from_dict(st.to_dict()) for st in fp.starts]  # (train losses NaN: compare fields)
     assert [(b.name, b.status, b.same_as) for b in back] == [(st.name, st.status, st.same_as) for st in fp.starts]
     assert "same_as" not in fp.starts[0].to_dict() and fp.starts[2].to_dict()["same_as"] == "scaled"
-    starts = dict(named_starts(L3, "positional", 1.5), default=None)
+    starts = dict(named_starts(L3, "positional", 1.5), default=default_start(L3, "positional"))
     status = {st.name: st.status for st in fp.starts}
     for name, start in starts.items():
         assert solve(L3, 1.5, "positional", "default", init=start).status == status[name], name
