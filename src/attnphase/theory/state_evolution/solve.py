@@ -212,10 +212,10 @@ def _solve_named(setting: Setting, alpha: float, branch: str, prec: Precision, i
                  seed: int, kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
     """One solve from one start; "mixed" runs on the free layout and is then checked to be mixed."""
     if branch != MIXED:
-        return _solve_one(setting, alpha, branch, prec, init, seed, kernel, memo)
+        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, memo)
     if isinstance(init, FixedPoint) and init.branch == MIXED:
         init = dataclasses.replace(init, branch="free")  # (its hints continue the free layout's solve)
-    fp = _solve_one(setting, alpha, "free", prec, init, seed, kernel)
+    fp = _solve(setting, alpha, Branch.free, prec, init, seed, kernel)
     fp = dataclasses.replace(fp, branch=MIXED)
     s = fp.summary()
     if (not fp.valid and fp.status == Status.not_converged and s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho)
@@ -368,11 +368,6 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
         best = dataclasses.replace(best, message=f"no valid point from {', '.join(r.name for r in records)}")
     return dataclasses.replace(best, warnings=best.warnings + (note,), starts=records,
                                seconds=sum(p.seconds for _, p in solved), iterations=sum(p.iterations for _, p in solved))
-
-
-def _solve_one(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
-               seed: int, kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
-    return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, memo)
 
 
 class _CoarseMemo:

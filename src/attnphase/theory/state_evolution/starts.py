@@ -15,7 +15,8 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, lift_to_untied
 from attnphase.theory.state_evolution.results import FixedPoint
 
-AGNOSTIC_V = 1.2  # the agnostic start's V in units of sigma^2 / lambda (see default_start)
+START_V = 0.6  # the default start's V in units of sigma^2 / lambda
+AGNOSTIC_V = 1.2  # the agnostic branch's (see default_start)
 SCALED_FROM = 1.5  # semantic / agnostic: alpha above which the scaled start is tried (see named_starts)
 
 
@@ -36,7 +37,7 @@ def default_start(setting: Setting, branch: str | Branch) -> Overlaps:
     # Agnostic: the map's domain (lambda + sigma^2 Vhat > 0 after one step) grows with the start's V (measured on
     # 9 settings, alpha 0.05-10), and 0.6 sigma^2 / lambda leaves it where 1.2 does not (r* = 2, alpha 1.5; the
     # fixed point's V is 0.94 there): the start the former retry "V doubled" used, so no retry is needed.
-    V = (AGNOSTIC_V if b == Branch.agnostic else 0.6) * (setting.sigma**2 / setting.lam) * np.eye(r)
+    V = (AGNOSTIC_V if b == Branch.agnostic else START_V) * (setting.sigma**2 / setting.lam) * np.eye(r)
     q = (0.05 if b == Branch.agnostic else 0.02) * np.eye(r)
     m, theta = _order_parameters(setting, b, 0.2, 0.35)
     if b.has_theta:
@@ -73,7 +74,7 @@ def mixed_start_from(semantic: FixedPoint | None, positional: FixedPoint | None,
     if not isinstance(setting, Setting):
         setting = Setting(L=int(setting), r=2)
     L, r, rs = setting.L, max(setting.r, 2), setting.r_star
-    V0 = float(default_start(setting.replace(r=1), "positional").V[0, 0])  # 0.6 sigma^2 / lambda
+    V0 = START_V * setting.sigma**2 / setting.lam
     s = semantic if semantic is not None and semantic.valid else None
     p = positional if positional is not None and positional.valid else None
     qs, Vs = (float(s.q[0, 0]), float(s.V[0, 0])) if s else (0.05, V0)
