@@ -32,6 +32,10 @@ class Precision:
     target: float = 0.0  # add scramblings (up to max_replicas) until the relative errors reach this
     max_replicas: int = 0
     coarse_log2: int = 0  # Sobol points of the coarse pre-solve (0: none); see solve()
+    # The positional collapse certificate at L > 2 (state_evolution/contraction.py).  Off, the plain iteration takes
+    # 2.5-5.5x more map evaluations to the same collapse, or runs out of iterations on the way (L = 3 simplex, fast:
+    # benchmarks/certificate.py); off is the reference the certificate is tested against.
+    certificate: bool = True
 
 
 PRECISIONS = {

@@ -399,15 +399,15 @@ class _CoarseMemo:
 _MEMO_RADIUS = 10.0  # coarse tolerances: two coarse solves that end this close reached the same fixed point
 
 
-def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: BranchMap,
-                memo: _CoarseMemo) -> Callable[[np.ndarray, np.ndarray], str | None] | None:
+def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: BranchMap, memo: _CoarseMemo,
+                prec: Precision) -> Callable[[np.ndarray, np.ndarray], str | None] | None:
     """anderson's collapse certificate for the positional branch of a tied student without rotation gauge at L > 2
     (contraction.py): asked where only the order parameter is still moving (every other overlap within
     NEAR_AGNOSTIC) and shrinking.  Not at L = 2, whose collapses are quick and whose numbers stay those measured; not
     on the semantic branch (L = 3 simplex: no faster, 68.8 against 65.5 s for `transition --L 3`, while it moved the
     solver's end bracket from 0.183 to 0.205 by calling the graininess-sustained points below the pitchfork collapsed,
-    which the transition already reads as the imperfect bifurcation)."""
-    if b != Branch.positional or setting.L <= 2 or setting.untied or bm.gauge:
+    which the transition already reads as the imperfect bifurcation).  None with prec.certificate off."""
+    if not prec.certificate or b != Branch.positional or setting.L <= 2 or setting.untied or bm.gauge:
         return None
 
     def test(x: np.ndarray, gx: np.ndarray) -> str | None:
@@ -507,7 +507,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
-                           collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local))
+                           collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
+                                                  prec))
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
