@@ -69,3 +69,24 @@ def test_multistart_finds_the_positional_point_simulations_reach_for_a_rank2_tea
     assert a.train_loss == b.train_loss and not any(w.code == NoteCode.multistart for w in b.warnings) and b.starts == ()
     with pytest.raises(TypeError, match="multistart"):
         solve(Setting(), 1.5, "positional", "fast", multistart="yes")
+
+
+def test_mixed_is_a_branch_value_on_the_free_layout_and_map():
+    """"mixed" is a value of the one Branch type: the free layout, the free default start and the free map (same
+    points, same image to the last bit); it differs only in what its points must have (m and theta non-zero)."""
+    from attnphase.theory.model.channel import points_dim
+    from attnphase.theory.model.overlaps import Branch, Layout, as_branch
+    from attnphase.theory.model.quadrature import gaussian_sobol
+    from attnphase.theory.state_evolution.branch_map import branch_map
+
+    s = Setting(omega=0.3, r=2)
+    assert as_branch("mixed") is Branch.mixed and Branch.mixed.has_m and Branch.mixed.has_theta
+    assert Layout.for_setting(s, "mixed").names() == Layout.for_setting(s, "free").names()
+    d_mixed, d_free = default_start(s, "mixed"), default_start(s, "free")
+    for key in ("q", "m", "V", "theta"):
+        np.testing.assert_array_equal(getattr(d_mixed, key), getattr(d_free, key))
+    pts = gaussian_sobol(10, points_dim(s), 0)
+    start = mixed_start_from(solve(Setting(omega=0.3), 1.5, "semantic", "fast"),
+                             solve(Setting(omega=0.3), 1.5, "positional", "fast"), s)
+    images = [branch_map(s, 1.5, b, pts).step(branch_map(s, 1.5, b, pts).pack(start))[0] for b in ("mixed", "free")]
+    np.testing.assert_array_equal(images[0], images[1])

@@ -58,7 +58,7 @@ def dynamical_diagram(setting: Setting, omegas: Sequence[float], values: Sequenc
                       lr: float = 5.0, init_scale: float = 0.1, d: int = 1000, t_max: float = 100.0,
                       n_points: int = 201, seed: int = 0, progress: bool = False) -> list[DiagramCell]:
     """One ODE trajectory per (omega, value); `axis` says whether `values` are init scales or learning rates."""
-    from attnphase.theory.dynamics import integrate
+    from attnphase.theory.dynamics import DynamicsStatus, integrate
 
     if axis not in AXES:
         raise InputError(f"axis must be one of {', '.join(AXES)}, got {axis!r}")
@@ -83,7 +83,7 @@ def dynamical_diagram(setting: Setting, omegas: Sequence[float], values: Sequenc
                     tr = integrate(st, lr=eta, init_scale=s, d=d, seed=seed, t_max=t_max, n_points=n_points)
                 else:
                     tr = integrate(st, lr=eta, init=start, t_max=t_max, n_points=n_points)
-                ok = tr.status.value == "ok"  # a stopped integration has no mechanism: its status stands there
+                ok = tr.status == DynamicsStatus.ok  # a stopped integration has no mechanism: its status stands there
                 cells.append(DiagramCell(omega=w, init_scale=s, lr=eta,
                                          mechanism=tr.mechanism().value if ok else tr.status.value,
                                          escape_m=tr.escape_time("m"), escape_theta=tr.escape_time("theta"),

@@ -103,20 +103,29 @@ class HatOverlaps:
 
 
 class Branch(StrEnum):
-    """A branch is a constraint on the overlaps (and, exactly, on their conjugates)."""
+    """A branch is a constraint on the overlaps (and, exactly, on their conjugates) and the order parameters its
+    points have: positional m (theta = 0), semantic theta (m = 0), agnostic neither (m = theta = 0), mixed both
+    (no constraint; a tied student of rank r >= 2 with one direction positional and another semantic), free no
+    constraint and no requirement."""
 
     positional = "positional"  # theta = 0
     semantic = "semantic"  # m = 0
     agnostic = "agnostic"  # m = theta = 0
+    mixed = "mixed"  # no constraint; m and theta both non-zero
     free = "free"  # no constraint
 
     @property
     def has_m(self) -> bool:
-        return self in (Branch.positional, Branch.free)
+        return self in (Branch.positional, Branch.mixed, Branch.free)
 
     @property
     def has_theta(self) -> bool:
-        return self in (Branch.semantic, Branch.free)
+        return self in (Branch.semantic, Branch.mixed, Branch.free)
+
+    @property
+    def unconstrained(self) -> bool:
+        """m and theta both free (the mixed and the free branch share one layout and one map)."""
+        return self in (Branch.mixed, Branch.free)
 
 
 def as_branch(branch: str | Branch) -> Branch:

@@ -16,8 +16,8 @@ from attnphase.theory.model.overlaps import HatOverlaps, Overlaps
 from attnphase.theory.solvers.fixed_point import Status
 
 BRANCHES = ("positional", "semantic", "agnostic")
-# The mixed fixed point of a student with r >= 2 (one column positional, another semantic): solved on the
-# unconstrained ("free") layout from the mixed start, reported as branch "mixed".  For r = 1 it does not exist.
+# The mixed fixed point of a student with r >= 2 (one column positional, another semantic): overlaps.Branch.mixed,
+# the free layout and map from the mixed start, its points required to have m and theta.  For r = 1 it does not exist.
 MIXED = "mixed"
 ALL_BRANCHES = BRANCHES + (MIXED,)
 

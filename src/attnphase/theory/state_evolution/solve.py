@@ -172,9 +172,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
           multistart: bool | None = None, ladder: bool = True) -> FixedPoint:
     """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
-    (r >= 2, tied: one student direction positional, another semantic; solved with m and theta both free from
-    the mixed start), "free" (no constraint, from its default or a given start) or "global" (results.lowest over
-    every branch the setting has: results.branches_for).
+    (r >= 2, tied: one student direction positional, another semantic; m and theta both free, from the mixed
+    start, and a point without either is not mixed: collapsed), "free" (no constraint, from its default or a given
+    start) or "global" (results.lowest over every branch the setting has: results.branches_for).
 
     Without init the answer does not depend on the caller knowing about starts (multistart None, the default):
     the branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them
@@ -204,39 +204,29 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
                                         multistart=multistart))
     if init is not None:
-        return _solve_named(setting, alpha, branch, prec, init, seed, kernel)
+        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
 
-def _solve_named(setting: Setting, alpha: float, branch: str, prec: Precision, init: Overlaps | FixedPoint | None,
-                 seed: int, kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
-    """One solve from one start; "mixed" runs on the free layout and is then checked to be mixed."""
-    if branch != MIXED:
-        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, memo)
-    if isinstance(init, FixedPoint) and init.branch == MIXED:
-        init = dataclasses.replace(init, branch="free")  # (its hints continue the free layout's solve)
-    fp = _solve(setting, alpha, Branch.free, prec, init, seed, kernel)
-    fp = dataclasses.replace(fp, branch=MIXED)
-    s = fp.summary()
-    if (not fp.valid and fp.status == Status.not_converged and s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho)
-            and fp.residual <= _SETTLING):
+def _mixed_verdict(setting: Setting, s: dict[str, float], status: Status, message: str,
+                   residual: float) -> tuple[Status, str]:
+    """The mixed branch's points have both order parameters: a solve from the mixed start that reached a point
+    without one of them (or is on its way there) found no mixed fixed point."""
+    theta_small = s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho)
+    if status == Status.not_converged and theta_small and residual <= _SETTLING:
         # Next to where the mixed point merges into the positional one its theta decays slowly and the free
         # iteration runs out of steps on the way there (r = 2, omega 0.3, fast: theta 0.0001 at alpha 0.55-0.7,
         # m 0.20-0.21, residuals 0.002-0.011): no mixed point, not a failed solve.  Not an iterate still moving
         # far (alpha 10: m 6.0 and rising, residual 0.6-3, while the mixed point exists there): not converged.
-        fp = dataclasses.replace(fp, status=Status.collapsed,
-                                 message="theta vanishing from the mixed start (not converged on the way): no "
-                                         "mixed fixed point here")
-    if fp.valid:
-        if s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho):
-            fp = dataclasses.replace(fp, status=Status.collapsed,
-                                     message="theta vanished from the mixed start: no mixed fixed point here (the "
-                                             "free iteration reached a positional or agnostic point)")
-        elif s["m"] < 1e-2 * np.sqrt(s["q"]):
-            fp = dataclasses.replace(fp, status=Status.collapsed,
-                                     message="m vanished from the mixed start: no mixed fixed point here (the free "
-                                             "iteration reached a semantic or agnostic point)")
-    return fp
+        return Status.collapsed, ("theta vanishing from the mixed start (not converged on the way): no mixed fixed "
+                                  "point here")
+    if status == Status.ok and theta_small:
+        return Status.collapsed, ("theta vanished from the mixed start: no mixed fixed point here (the free "
+                                  "iteration reached a positional or agnostic point)")
+    if status == Status.ok and s["m"] < 1e-2 * np.sqrt(s["q"]):
+        return Status.collapsed, ("m vanished from the mixed start: no mixed fixed point here (the free iteration "
+                                  "reached a semantic or agnostic point)")
+    return status, message
 
 
 def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, seed: int, kernel: str,
@@ -284,7 +274,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             tried.append((name, None))
             continue
         memo.name = name
-        fp = _solve_named(setting, alpha, branch, prec, o, seed, kernel, memo)
+        fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, memo)
         tried.append((name, fp))
         if fp.valid and first:
             break
@@ -317,7 +307,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     pending = [float(a) for a in grid[1:]]
     halvings = 0
     while pending and prev.valid:
-        nxt = _solve_named(setting, pending[0], branch, prec, prev, seed, kernel)
+        nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         if nxt.valid:
             prev = nxt
@@ -588,6 +578,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         # a fixed point displaced from their mean in nearly the same way).
         hints = SolverHints(first_scrambling_ok=first_ok, newton_matrix=nm, replica_x=tuple(xs), alpha=alpha,
                             predecessor=(hint.alpha, hint.replica_x[0]) if hint.replica_x else None)
+    if b == Branch.mixed:  # (after the hints: a continuation may start from the free solve's Newton matrix)
+        status, message = _mixed_verdict(setting, s_mean, status, message, float(residual))
     fp = FixedPoint(
         alpha=alpha, omega=setting.omega, branch=branch, overlaps=mean, hats=hmean, train_loss=float(E.mean()),
         test_error=te, errors=errors, iterations=iters, residual=float(residual), status=status,

@@ -55,7 +55,7 @@ def _order_parameters(setting: Setting, b: Branch, m_size: float, theta_size: fl
     theta = np.zeros((r, rs))
     if b.has_m:
         U = Layout.for_setting(setting, b).basis
-        col = min(r, rs) if (b == Branch.free and r > min(r, rs)) else 0
+        col = min(r, rs) if (b.unconstrained and r > min(r, rs)) else 0
         if U.shape[1]:
             m[:, col] = m_size * U[:, 0]
     if b.has_theta:
@@ -145,7 +145,7 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
     # (0.6 (1 + alpha) > 1.5): below that it adds nothing measured (the study's semantic points below its end at
     # 0.72 collapse from both), and the study's curves stay exactly as they were.
-    if alpha is not None and b != Branch.free and (b == Branch.positional or alpha > SCALED_FROM):
+    if alpha is not None and not b.unconstrained and (b == Branch.positional or alpha > SCALED_FROM):
         out.append(("scaled", scaled_start(setting, alpha, b)))
     if setting.untied:
         return out
