@@ -5,6 +5,10 @@
         whose continued prox (Newton from every local minimiser of the full evaluation at the anchor) differs from
         the full one (own starts) at the moved overlaps, the largest relative difference of the map's image, and
         the prox times (CPU seconds, one thread);
+    python benchmarks/continued_evaluations.py --steering [--setting rank2|L3|L4|untied]
+        anderson from the default start with full evaluations only, and steered by continued evaluations (exact
+        evaluations every few steps and for every verdict, as solve runs it for the general kernel): the
+        evaluations of each kind, CPU seconds, and the distance between the two fixed points in tolerances;
     python benchmarks/continued_evaluations.py --curve
         the omega curve of `attnphase theory --alpha 0.1:2:20 --branch all` solved in this process: per branch
         the seconds, full and continued evaluations at full resolution, and the scramblings.
@@ -22,11 +26,14 @@ import numba
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.channel import update_hatoverlaps
+from attnphase.theory.model.channel import points_dim, update_hatoverlaps
+from attnphase.theory.model.quadrature import gaussian_sobol
+from attnphase.theory.solvers.fixed_point import anderson
 from attnphase.theory.state_evolution.branch_map import BranchMap, branch_map
 from attnphase.theory.state_evolution.curves import solve_curve
 from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, integration_points
 from attnphase.theory.state_evolution.solve import solve
+from attnphase.theory.state_evolution.starts import default_start
 
 MOVES = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2)
 POINTS = (("positional", 0.5), ("positional", 1.5), ("semantic", 0.9), ("semantic", 1.8))
@@ -109,6 +116,32 @@ def curve(omega: float) -> None:
     BranchMap.step = step
 
 
+def steering(omega: float, log2n: int, names: list[str]) -> None:
+    """anderson from the default start, plain (full evaluations only) and steered by the continued map (its approx,
+    as solve runs it for the general kernel): evaluations of each kind, CPU seconds, and how far apart the two
+    fixed points are (max over coordinates of |difference| / scale, in units of the tolerance)."""
+    tol = 1e-5
+    print(f"omega {omega}, 2^{log2n} points, tol {tol:g}, from the default start")
+    print(f"{'setting':>8} {'branch':>10} {'alpha':>5} {'plain':>14} {'steered':>22} {'CPU s':>11} {'apart/tol':>9}")
+    for name in names:
+        kw, points = SETTINGS[name]
+        s = Setting(omega=omega, **kw)
+        pts = gaussian_sobol(log2n, points_dim(s), 11)
+        for branch, alpha in points:
+            branch = "free" if branch == "mixed" else branch
+            runs = []
+            for steer in (False, True):
+                bm = branch_map(s, alpha, branch, pts)
+                x0 = bm.pack(default_start(s, branch))
+                sol, cpu = _cpu(anderson, bm.step, x0, tol=tol, max_iter=200, admissible=bm.admissible,
+                                scale=bm.layout.scale, collapsed=bm.collapsed, approx=bm.continued if steer else None)
+                runs.append((sol, cpu, dict(bm.evaluations), bm.layout.scale(sol.x)))
+            (p, tp, ep, sc), (q, tq, eq, _) = runs
+            apart = float(np.max(np.abs(p.x - q.x) / sc)) / tol if p.converged and q.converged else float("nan")
+            print(f"{name:>8} {branch:>10} {alpha:>5} {p.status.value:>9} {ep['full']:>4d} "
+                  f"{q.status.value:>9} {eq['full']:>4d}+{eq['continued']:<4d}c {tp:>5.1f}/{tq:<5.1f} {apart:>9.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--omega", type=float, default=0.3)
@@ -116,10 +149,14 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--curve", action="store_true")
     ap.add_argument("--setting", default="study", choices=sorted(SETTINGS))
+    ap.add_argument("--steering", action="store_true",
+                    help="anderson plain against steered by continued evaluations (general-kernel settings)")
     ap.add_argument("--threads", type=int, default=1, help="numba threads (default 1: CPU seconds per thread)")
     a = ap.parse_args()
     numba.set_num_threads(a.threads)
-    if a.curve:
+    if a.steering:
+        steering(a.omega, a.log2n, [a.setting] if a.setting != "study" else ["rank2", "L3", "L4", "untied"])
+    elif a.curve:
         curve(a.omega)
     else:
         exactness(a.omega, a.log2n, a.draws, a.setting)

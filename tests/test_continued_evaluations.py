@@ -7,16 +7,17 @@ import numpy as np
 import pytest
 
 from attnphase.setting import Setting
-from attnphase.theory.model.channel import update_hatoverlaps
+from attnphase.theory.model.channel import points_dim, update_hatoverlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.prox import LocalMinima, prox
 from attnphase.theory.prox._general_draws import draw_problem
 from attnphase.theory.prox.general import objective
-from attnphase.theory.solvers.fixed_point import Status, _secant_update, chord, newton_matrix
+from attnphase.theory.solvers.fixed_point import Status, _secant_update, anderson, chord, newton_matrix
 from attnphase.theory.state_evolution import curves as curves_module
 from attnphase.theory.state_evolution.branch_map import CONTINUE_RADIUS, JACOBIAN_STEP, branch_map
 from attnphase.theory.state_evolution.curves import solve_curve
 from attnphase.theory.state_evolution.solve import solve
+from attnphase.theory.state_evolution.starts import default_start
 
 
 def _minima_values(p, minima: LocalMinima) -> np.ndarray:
@@ -268,3 +269,26 @@ def test_general_continued_solve_equals_the_full_one_within_error_bars():
         b = off.summary()[key] if key != "train_loss" else off.train_loss
         err = np.hypot(on.errors[key], off.errors[key])
         assert abs(a - b) <= 3 * err + 1e-12, (key, a, b, err)
+
+
+@pytest.mark.parametrize(("kw", "branch", "alpha"), [({"L": 3, "positions": "simplex"}, "semantic", 1.5),
+                                                     ({"r": 2}, "positional", 1.5)])
+def test_steering_by_continued_evaluations_reaches_the_full_maps_fixed_point(kw, branch, alpha):
+    """anderson steered by the continued map (as solve does for the general kernel) against the plain iteration on
+    full evaluations only: both converge, to the same fixed point, which a fresh map (own starts) confirms."""
+    s = Setting(omega=0.3, **kw)
+    pts = gaussian_sobol(13, points_dim(s), 11)
+    tol = 1e-5
+    x0 = branch_map(s, alpha, branch, pts).pack(default_start(s, branch))
+    plain_map = branch_map(s, alpha, branch, pts)
+    kw_solver = dict(tol=tol, max_iter=200, admissible=plain_map.admissible, scale=plain_map.layout.scale)
+    plain = anderson(plain_map.step, x0, **kw_solver)
+    bm = branch_map(s, alpha, branch, pts)
+    steered = anderson(bm.step, x0, approx=bm.continued, **kw_solver)
+    assert plain.status == Status.ok and steered.status == Status.ok
+    assert steered.extra["approx"] > 0 and bm.evaluations["continued"] >= steered.extra["approx"]
+    scale = plain_map.layout.scale(plain.x)
+    # two points within tol of one map's fixed point (a contraction: within a few tol of each other)
+    assert np.max(np.abs(steered.x - plain.x) / scale) < 20 * tol
+    image = branch_map(s, alpha, branch, pts)(steered.x)  # a full evaluation from scratch
+    assert np.max(np.abs(image - steered.x) / scale) < 20 * tol

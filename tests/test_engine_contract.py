@@ -39,6 +39,35 @@ def test_anderson_statuses():
     assert col.status == Status.collapsed
 
 
+def test_anderson_with_an_approximate_map_returns_the_exact_maps_fixed_point():
+    """An approximation only steers: its own fixed point (cos x + 1e-3 = x) is not returned, the exact one is, and
+    every verdict comes from an exact evaluation."""
+    exact_calls = []
+
+    def exact(x):
+        exact_calls.append(x.copy())
+        return np.cos(x), "exact"
+
+    def approx(x):
+        return np.cos(x) + 1e-3, "approx"
+
+    res = anderson(exact, np.array([0.3, 1.0]), tol=1e-10, max_iter=100, approx=approx)
+    assert res.status == Status.ok and res.aux == "exact"
+    np.testing.assert_allclose(res.x, 0.7390851332151607, rtol=1e-9)
+    assert res.nit == len(exact_calls) and res.extra["approx"] > 0
+    # the returned point's residual, on the exact map
+    assert np.max(np.abs(np.cos(res.x) - res.x) / res.x) < 1e-9
+    # a collapse is decided on an exact evaluation: here the approximation alone would reach it
+    col = anderson(lambda x: (0.5 * x + 1e-3, "exact"), np.array([1.0]), tol=0.0, max_iter=100,
+                   collapsed=lambda x: bool(abs(x[0]) < 1e-2), approx=lambda x: (0.5 * x, "approx"))
+    assert col.status == Status.collapsed and col.aux == "exact"
+    # an approximation that diverges is checked on the exact map, which does not
+    calm = anderson(lambda x: (np.cos(x), "exact"), np.array([0.3]), tol=1e-10, max_iter=100,
+                    diverged=lambda x: bool(np.abs(x).max() > 1e6), approx=lambda x: (1e7 + 0 * x, "approx"))
+    assert calm.status == Status.ok
+    np.testing.assert_allclose(calm.x, 0.7390851332151607, rtol=1e-9)
+
+
 # ------------------------------------------------------------------ layout and symmetries
 
 

@@ -7,6 +7,7 @@ A map that cannot be evaluated at x raises :class:`Inadmissible`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,13 +75,26 @@ def _evaluate(fmap: Map, x: np.ndarray) -> tuple[np.ndarray, Any]:
 
 FAR_STEPS = 10  # anderson's damped steps while far from the fixed point (default)
 FAR = 0.03  # anderson's default `far`: a relative residual above it is far from the fixed point
+# anderson with an approximate map: at most this many approximate steps between exact evaluations (the
+# approximation continues the last exact evaluation's minimisers, exact to 1e-8 for moves up to 3e-2 at L = 3;
+# benchmarks/continued_evaluations.py)
+EXACT_EVERY = 4
+
+
+class _Dropped(Exception):
+    """anderson's approximation was dropped after (exact, approximate) evaluations."""
+
+    def __init__(self, exact: int, approx: int) -> None:
+        super().__init__(exact, approx)
+        self.exact, self.approx = exact, approx
 
 
 def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate = _true,
              collapsed: Predicate = _false, diverged: Predicate = _false, depth: int = 5, mixing: float = 0.5,
              far: float = FAR, far_mixing: float = 0.3, far_steps: int = FAR_STEPS, accept: float = 0.0,
              stagnation: int = 12, scale: Scale | None = None,
-             collapsing: Callable[[np.ndarray, np.ndarray], str | None] | None = None) -> SolverResult:
+             collapsing: Callable[[np.ndarray, np.ndarray], str | None] | None = None,
+             approx: Map | None = None, exact_every: int = EXACT_EVERY) -> SolverResult:
     """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
 
     - Far from the fixed point (residual > far) the first far_steps steps are damped (Anderson extrapolates
@@ -93,7 +107,34 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
     - collapsing(x, G(x)): a reason why the iterate will flow to the more symmetric point (a certificate from the
       map's linearisation there), or None: status collapsed before the order parameter has decayed.
     - scale(x): per-coordinate sizes for the relative residual and Anderson's weighting (default max(|x|, 1e-3)).
+    - approx(x) -> (G~(x), aux): an optional cheaper approximation of G, valid near the last exact evaluation (the
+      same map continuing the local minimisers of its last exact evaluation).  It only steers: every verdict (ok,
+      accepted at resolution, collapsed, diverged) and the returned point come from an exact evaluation.  The first
+      step, every exact_every-th, and every step where the approximation would decide (residual below tol, the
+      iterate collapsed, diverged) are exact; an approximation that would decide is repeated exactly at the same x,
+      and where the exact map disagrees (or a round of approximate steps did not halve the exact residual where they
+      saw one 4x below it) the approximation is dropped and the plain iteration runs from x0: the result is then the
+      plain iteration's.  nit counts exact evaluations (of both runs), extra["approx"] the approximate ones.
     """
+    kw = dict(tol=tol, max_iter=max_iter, admissible=admissible, collapsed=collapsed, diverged=diverged, depth=depth,
+              mixing=mixing, far=far, far_mixing=far_mixing, far_steps=far_steps, accept=accept,
+              stagnation=stagnation, scale=scale, collapsing=collapsing)
+    if approx is None:
+        return _anderson(fmap, x0, **kw)
+    try:
+        return _anderson(fmap, x0, approx=approx, exact_every=exact_every, **kw)
+    except _Dropped as exc:
+        dropped = exc
+    plain = _anderson(fmap, x0, **kw)
+    return dataclasses.replace(plain, nit=plain.nit + dropped.exact, extra={**plain.extra, "approx": dropped.approx})
+
+
+def _anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible: Predicate,
+              collapsed: Predicate, diverged: Predicate, depth: int, mixing: float, far: float, far_mixing: float,
+              far_steps: int, accept: float, stagnation: int, scale: Scale | None,
+              collapsing: Callable[[np.ndarray, np.ndarray], str | None] | None, approx: Map | None = None,
+              exact_every: int = EXACT_EVERY) -> SolverResult:
+    """anderson's iteration; raises _Dropped where the approximation is dropped."""
     scale = scale or default_scale
     x = np.array(x0, dtype=float)
     n = x.size
@@ -103,38 +144,63 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
     gx = aux = None
     damping = mixing
     best: tuple = (np.inf, 0, None, None)
+    n_approx = 0
+    since_exact = exact_every  # (the first evaluation is exact)
+    redo = False  # the last approximation would have decided: evaluate exactly at the same x
+    last_exact = last_approx = np.inf  # the residuals at the last exact and approximate evaluations
     for it in range(1, max_iter + 1):
+        exact = approx is None or redo or since_exact >= exact_every or collapsed(x)
         try:
-            gx, aux = _evaluate(fmap, x)
+            gx, aux = _evaluate(fmap if exact else approx, x)
         except Inadmissible as exc:
+            n_approx += 0 if exact else 1
             if X_hist:
                 x = X_hist[-1].copy()
                 X_hist.clear()
                 R_hist.clear()
                 damping *= 0.5
                 continue
-            return SolverResult(x, Status.inadmissible, (), it, np.inf, str(exc), aux)
+            return SolverResult(x, Status.inadmissible, (), it - n_approx, np.inf, str(exc), aux, {"approx": n_approx})
         r, res = relative_residual(x, gx, scale)
-        if diverged(gx):
-            return SolverResult(gx, Status.diverged, (), it, res, "the iterate ran away", aux)
-        if res < tol:
-            return SolverResult(gx, Status.ok, (), it, res, "", aux)
-        if res < best[0]:
-            best = (res, it, gx, aux)
-        elif accept > 0 and it - best[1] >= stagnation and best[0] <= accept:
-            res_b, _, gx_b, aux_b = best
-            return SolverResult(gx_b, Status.ok, (at_resolution(res_b),), it,
-                                res_b, "map resolution", aux_b)
+        if not exact:
+            n_approx += 1
+            since_exact += 1
+            last_approx = res
+            redo = res < tol or diverged(gx)
+            if redo:
+                continue
+        else:
+            n_exact = it - n_approx  # (evaluations that raised Inadmissible count, as without approx)
+            since_exact = 0
+            done = {"approx": n_approx}
+            if diverged(gx):
+                return SolverResult(gx, Status.diverged, (), n_exact, res, "the iterate ran away", aux, done)
+            if res < tol:
+                return SolverResult(gx, Status.ok, (), n_exact, res, "", aux, done)
+            if approx is not None and (redo or (res > 0.5 * last_exact and res > 4.0 * last_approx)):
+                # The approximation's "converged" was not the exact map's, or its steps did not halve the exact
+                # residual where the approximation saw one far below it: its fixed point is another.
+                raise _Dropped(it - n_approx, n_approx)
+            redo = False
+            last_exact, last_approx = res, np.inf
+            if res < best[0]:
+                best = (res, it, gx, aux)
+            elif accept > 0 and it - best[1] >= stagnation and best[0] <= accept:
+                res_b, _, gx_b, aux_b = best
+                return SolverResult(gx_b, Status.ok, (at_resolution(res_b),), n_exact,
+                                    res_b, "map resolution", aux_b, done)
         X_hist.append(x.copy())
         R_hist.append(r.copy())
         if len(X_hist) > depth + 1:
             X_hist.pop(0)
             R_hist.pop(0)
-        if collapsed(x):
-            return SolverResult(gx, Status.collapsed, (), it, res, "the branch's order parameter decayed to ~0", aux)
-        why = collapsing(x, gx) if collapsing is not None else None
-        if why:
-            return SolverResult(gx, Status.collapsed, (), it, res, why, aux)
+        if exact:
+            if collapsed(x):
+                return SolverResult(gx, Status.collapsed, (), n_exact, res,
+                                    "the branch's order parameter decayed to ~0", aux, done)
+            why = collapsing(x, gx) if collapsing is not None else None
+            if why:
+                return SolverResult(gx, Status.collapsed, (), n_exact, res, why, aux, done)
         if res > far and it <= far_steps:
             X_hist.clear()
             R_hist.clear()
@@ -155,7 +221,8 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
             R_hist.clear()
         x = cand
     out = gx if gx is not None else x
-    return SolverResult(out, Status.not_converged, (), max_iter, res, "maximum number of iterations reached", aux)
+    return SolverResult(out, Status.not_converged, (), max_iter - n_approx, res, "maximum number of iterations reached", aux,
+                        {"approx": n_approx})
 
 
 def jacobian(fmap: Map, x: np.ndarray, rel_step: float = 1e-3, scale: Scale | None = None) -> tuple[np.ndarray, int]:

@@ -129,7 +129,8 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
     bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
     sol = anderson(bm.step, x, tol=_coarse_tol(prec), max_iter=prec.max_iter, admissible=bm.admissible,
-                   collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale)
+                   collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
+                   approx=bm.approximate)
     if sol.status == Status.collapsed:
         # Far below a branch's end the coarse and the full iteration take the same path to the agnostic point
         # (measured on the semantic branch at alpha 0.3: 16 evaluations each, iterates equal to 3 digits).  The
@@ -519,7 +520,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
                            collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
-                                                  prec))
+                                                  prec), approx=bm.approximate)
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:

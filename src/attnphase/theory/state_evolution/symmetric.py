@@ -52,7 +52,8 @@ def agnostic_point(setting: Setting, alpha: float, points: np.ndarray, start: Ov
     message = ""
     for o in tries:
         sol = anderson(bm.step, bm.pack(o), tol=tol, max_iter=200, admissible=bm.admissible,
-                       diverged=bm.diverged, scale=bm.layout.scale, accept=max(tol, AGNOSTIC_ACCEPT))
+                       diverged=bm.diverged, scale=bm.layout.scale, accept=max(tol, AGNOSTIC_ACCEPT),
+                       approx=bm.approximate)
         if sol.status == Status.ok:
             return bm.unpack(sol.x)
         message = sol.message
