@@ -287,6 +287,8 @@ def test_steering_by_continued_evaluations_reaches_the_full_maps_fixed_point(kw,
     steered = anderson(bm.step, x0, approx=bm.continued, **kw_solver)
     assert plain.status == Status.ok and steered.status == Status.ok
     assert steered.extra["approx"] > 0 and bm.evaluations["continued"] >= steered.extra["approx"]
+    # the steps were the approximation's (had it been dropped, the plain run from x0 would add all its evaluations)
+    assert steered.nit < plain.nit
     scale = plain_map.layout.scale(plain.x)
     # two points within tol of one map's fixed point (a contraction: within a few tol of each other)
     assert np.max(np.abs(steered.x - plain.x) / scale) < 20 * tol
