@@ -114,7 +114,9 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
       iterate collapsed, diverged) are exact; an approximation that would decide is repeated exactly at the same x,
       and where the exact map disagrees (or a round of approximate steps did not halve the exact residual where they
       saw one 4x below it) the approximation is dropped and the plain iteration runs from x0: the result is then the
-      plain iteration's.  nit counts exact evaluations (of both runs), extra["approx"] the approximate ones.
+      plain iteration's.  `stagnation` counts steps of both kinds (the best exact residual must stand that many
+      steps, about stagnation / exact_every exact evaluations).  nit counts exact evaluations (of both runs),
+      extra["approx"] the approximate ones.
     """
     kw = dict(tol=tol, max_iter=max_iter, admissible=admissible, collapsed=collapsed, diverged=diverged, depth=depth,
               mixing=mixing, far=far, far_mixing=far_mixing, far_steps=far_steps, accept=accept,
