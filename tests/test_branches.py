@@ -253,14 +253,16 @@ def test_rank2_mixed_branch_single_points_and_global():
 
 @pytest.mark.slow
 def test_rank2_mixed_point_at_alpha_10_is_found_at_fast_precision():
-    """r = 2, omega 0.3, alpha 10, fast: the mixed start runs off (m ~ 6, residual > 0.1: not converged, not read as
-    a collapse) and the branch continued from alpha 1 reaches the mixed point (its semantic column at 0.5% of rho
-    from the domain's edge, continued with Jacobians that step backwards there).  Its train loss is the one the
+    """r = 2, omega 0.3, alpha 10, fast: the mixed start runs off (m ~ 6, residual > 0.1: not converged, or out of the
+    map's domain where the iteration is steered by continued evaluations; not read as a collapse) and the branch
+    continued from alpha 1 reaches the mixed point (its semantic column at 0.5% of rho from the domain's edge,
+    continued with Jacobians that step backwards there).  Its train loss is the one the
     default precision finds, 0.004990 (2^15 points x 6+ scramblings, docs/numerics.md), below the semantic point's
     0.006367 there; before, every ladder step from alpha 7.87 failed and the branch was reported collapsed."""
     s = Setting(omega=0.3, r=2)
     p = solve(s, 10.0, "mixed", "fast")
-    assert [(st.name, st.status) for st in p.starts] == [("mixed", Status.not_converged), ("ladder", Status.ok)]
+    assert [st.name for st in p.starts] == ["mixed", "ladder"]
+    assert p.starts[0].status in (Status.not_converged, Status.inadmissible) and p.starts[1].status == Status.ok
     assert p.valid and p.train_loss == pytest.approx(0.004990, rel=3e-3)
     assert p.summary()["theta"] == pytest.approx(0.2027, rel=1e-2) and p.summary()["m"] == pytest.approx(0.189, rel=2e-2)
     assert p.train_loss < solve(s, 10.0, "semantic", "fast").train_loss
