@@ -76,13 +76,11 @@ class BranchMap:
         evaluations: they differ at a rate far below one point per evaluation (see CONTINUE_RADIUS).  Reproducible:
         which kind runs depends only on the sequence of x this map was given."""
         x = np.asarray(x, dtype=float)
-        o = self.layout.unpack(x)
         if self._near_anchor(x):
-            out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel,
-                                     minima=self._minima)
-            self.evaluations["continued"] += 1
+            out = self._continue(x)
         else:
-            out = update_hatoverlaps(self.setting, self.alpha, o, self.points, self.branch, kernel=self.kernel)
+            out = update_hatoverlaps(self.setting, self.alpha, self.layout.unpack(x), self.points, self.branch,
+                                     kernel=self.kernel)
             self.evaluations["full"] += 1
             if out.minima is not None:
                 self._anchor, self._minima = x.copy(), out.minima
@@ -114,11 +112,15 @@ class BranchMap:
         reported number.  A full step where there is no full evaluation yet."""
         if self._minima is None:
             return self.step(x)
-        x = np.asarray(x, dtype=float)
+        out = self._continue(np.asarray(x, dtype=float))
+        return self.image(out), out
+
+    def _continue(self, x: np.ndarray) -> ChannelOutput:
+        """The channel output with every point's prox continuing the last full evaluation's minimisers."""
         out = update_hatoverlaps(self.setting, self.alpha, self.layout.unpack(x), self.points, self.branch,
                                  kernel=self.kernel, minima=self._minima)
         self.evaluations["continued"] += 1
-        return self.image(out), out
+        return out
 
     def _near_anchor(self, x: np.ndarray) -> bool:
         if self._anchor is None or self._anchor.shape != x.shape:
