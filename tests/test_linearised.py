@@ -46,6 +46,33 @@ def test_jacobian_against_finite_differences_at_three_tokens() -> None:
     assert abs(J[0, 0] - 1.0) > 0.05  # alpha = 0.3 is not at the pitchfork: the check can tell the two apart
 
 
+def test_theta_block_at_the_positional_point_against_finite_differences() -> None:
+    """r = 2, alpha 0.45 (below where the mixed branch leaves the positional one): the score identity at the
+    positional point on eta-mirrored points against central differences of the raw free map in theta's two
+    directions (probe 5% of sqrt(q rho), 2^15 points).  The block is diagonal in the gauge where m lies along the
+    first student direction: 0.27 along m, 0.88 across it (the mixed branch's direction)."""
+    from attnphase.theory.state_evolution.solve import solve
+
+    s, alpha = Setting(omega=0.3, r=2), 0.45
+    pts = lin.mirrored_points(s, "semantic", 0, 0, log2_n=14)
+    pos = lin.positional_point(s, alpha, pts, solve(s, alpha, "positional", "fast").overlaps)
+    assert np.all(pos.theta == 0) and np.linalg.norm(pos.m) > 0.2
+    J = lin.order_jacobian(s, alpha, "semantic", pts, pos)
+    eps = 0.05 * float(np.sqrt(np.linalg.eigvalsh(pos.q).max() * s.rho))
+
+    def theta_new(d: np.ndarray) -> np.ndarray:
+        o = Overlaps(q=pos.q, m=pos.m, V=pos.V, theta=d.reshape(pos.theta.shape))
+        return update_overlaps(s, update_hatoverlaps(s, alpha, o, pts, Branch.free).hats).theta.ravel()
+
+    fd = np.column_stack([(theta_new(eps * e) - theta_new(-eps * e)) / (2 * eps) for e in np.eye(J.shape[0])])
+    np.testing.assert_allclose(J, fd, atol=0.03)
+    lead = float(np.max(np.linalg.eigvals(J).real))
+    assert lead == pytest.approx(float(np.max(np.linalg.eigvals(fd).real)), rel=0.05)
+    assert lead < 0.95  # below the pitchfork: the check can tell it from 1
+    with pytest.raises(ValueError, match="theta"):
+        lin.leading_eigenvalue(s, alpha, "positional", pts, pos, base="positional")
+
+
 def _c(name: str, v: float | None, lo: float | None = None, hi: float | None = None, kind: str = "unknown") -> Critical:
     if v is None:
         return Critical.missing(name, "not in range", "none")
@@ -107,6 +134,33 @@ def test_pitchfork_roots_do_not_depend_on_the_warm_starts() -> None:
         above, _ = lin.leading_eigenvalue(s, root + 2 * xtol, "semantic", pts)
         assert below < 1.0 < above, (rep, root, below, above)
     assert 0.22 < found.critical.value < 0.28
+
+
+@pytest.mark.slow
+def test_mixed_pitchfork_where_the_positional_point_turns_unstable_in_theta() -> None:
+    """r = 2, omega 0.3: where theta's block at the positional point crosses 1 (the record mixed_pitchfork).  Every
+    scrambling's root is held against its eigenvalue two tolerances either side, and the value against the mixed
+    fixed points the solver finds (fast): theta^2 of the valid ones at 0.62 and 0.68 extrapolates to zero within the
+    pitchfork's interval, and none is valid two tolerances below the root's interval."""
+    from attnphase.theory.state_evolution.solve import solve
+    from attnphase.theory.transition.linearised import order_squared_intercept, theta_points
+
+    s, xtol = Setting(omega=0.3, r=2), 0.01
+    known = [(a, solve(s, a, "positional", "fast").overlaps) for a in (0.4, 0.6)]
+    found = lin.instability(s, "semantic", [0.4, 0.6], xtol=xtol, name="mixed_pitchfork", base="positional",
+                            known=known)
+    c = found.critical
+    assert c.found and c.kind == "pitchfork" and len(found.per_scrambling) == lin.SCRAMBLINGS
+    for rep, root in enumerate(found.per_scrambling):
+        pts = lin.mirrored_points(s, "semantic", rep, 0)
+        below, _ = lin.leading_eigenvalue(s, root - 2 * xtol, "semantic", pts, known[0][1], base="positional")
+        above, _ = lin.leading_eigenvalue(s, root + 2 * xtol, "semantic", pts, known[1][1], base="positional")
+        assert below < 1.0 < above, (rep, root, below, above)
+    mixed = [solve(s, a, "mixed", "fast") for a in (0.62, 0.68)]
+    assert all(p.valid for p in mixed)
+    ic = order_squared_intercept(theta_points(mixed), 0.0)
+    assert ic is not None and c.lo - 3 * ic[1] <= ic[0] <= c.hi + 3 * ic[1], (ic, c)
+    assert not solve(s, c.lo - 2 * xtol, "mixed", "fast").valid
 
 
 def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_iteration() -> None:

@@ -532,8 +532,9 @@ def test_intervals_overlap_across_grids_and_seeds_beyond_the_study(name: str) ->
     (seed 0 finds no positional branch; seed 1 one with rms m ~ 0.01 +- 0.0015 from alpha 0.42 to 2, open).  r = 2: the
     solver loses the semantic branch at 0.654, just above the pitchfork at 0.596 [0.545, 0.647], where theta^2 heads
     to zero (the end: that pitchfork, its interval reaching the solver's bracket); alpha_c is
-    where the mixed branch leaves the positional one, 0.587 [0.532, 0.593], below it (a failed mixed solve at
-    alpha 1.025 read a crossing at 1.03 on the 7-point grid before)."""
+    where the mixed branch leaves the positional one, below it: the pitchfork of theta at the positional point,
+    0.571 [0.530, 0.612], which the solver's end in [0.582, 0.612] confirms (a failed mixed solve at alpha 1.025
+    read a crossing at 1.03 on the 7-point grid before)."""
     kw = {"L3": dict(L=3, positions="simplex"), "r2": dict(r=2)}[name]
     s = Setting(omega=0.3, **kw)
     runs = [transition(s), transition(s, n_grid=7, xtol=0.02), transition(s, seed=1)]
@@ -541,6 +542,7 @@ def test_intervals_overlap_across_grids_and_seeds_beyond_the_study(name: str) ->
         assert r.critical["alpha_sem_appears"].kind == "pitchfork", r.critical["alpha_sem_appears"]
         if name == "r2":
             assert r.critical["alpha_c"].kind == "at spinodal" and r.critical["alpha_mixed_appears"].found
+            assert r.critical["alpha_mixed_appears"].kind == "pitchfork" and r.critical["mixed_pitchfork"].found
     _all_overlap(runs, ("alpha_c", "alpha_l", "alpha_sem_appears") + (("alpha_mixed_appears",) if name == "r2" else ()))
 
 

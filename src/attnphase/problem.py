@@ -33,13 +33,29 @@ def _is_torch(x: Array) -> bool:
     return type(x).__module__.startswith("torch")
 
 
+# Rows up to this length are reduced token by token (numpy adds a row this short in the same order).
+_SHORT_ROW = 7
+
+
 def softmax_rows(scores: Array) -> Array:
     """Row-wise softmax over the last axis, overflow-safe (numpy: subtract the row maximum; torch: torch.softmax)."""
     if _is_torch(scores):
         return scores.softmax(dim=-1)
-    s = scores - scores.max(axis=-1, keepdims=True)
-    e = np.exp(s)
-    return e / e.sum(axis=-1, keepdims=True)
+    L = scores.shape[-1]
+    if L > _SHORT_ROW:
+        s = scores - scores.max(axis=-1, keepdims=True)
+        e = np.exp(s)
+        return e / e.sum(axis=-1, keepdims=True)
+    # Short rows: numpy reduces a short last axis element by element (8 ms for 32768 3 x 3 matrices); the same
+    # maximum and the same sequential sum, token by token, take a third of that and give the same numbers, bitwise.
+    m = scores[..., 0]
+    for k in range(1, L):
+        m = np.maximum(m, scores[..., k])
+    e = np.exp(scores - m[..., None])
+    tot = e[..., 0].copy()
+    for k in range(1, L):
+        tot += e[..., k]
+    return e / tot[..., None]
 
 
 def scores(h: Array, g: Array | None = None) -> Array:
@@ -47,6 +63,10 @@ def scores(h: Array, g: Array | None = None) -> Array:
     g = h if g is None else g
     if _is_torch(h):
         return h @ g.transpose(-1, -2)
+    if h.shape[-1] == 2:
+        # einsum runs a rank-2 contraction element by element (4.6 ms for 32768 pairs of 2 x 2 fields); the two
+        # products added are its numbers, bitwise, in a ninth of the time.  (Other ranks: einsum's order differs.)
+        return h[..., :, None, 0] * g[..., None, :, 0] + h[..., :, None, 1] * g[..., None, :, 1]
     return np.einsum("...lr,...kr->...lk", h, g)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from attnphase.errors import InputError
 from attnphase.problem import teacher_attention
 from attnphase.setting import Setting
+from attnphase.theory.model.contractions import outer_sum, right_matmul
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps, as_branch
 from attnphase.theory.prox import LocalMinima, check_minima, choose_kernel, prox
 from attnphase.theory.prox._compile_notice import compile_notice
@@ -95,8 +96,8 @@ def fields(setting: Setting, o: Overlaps, z: np.ndarray) -> tuple[np.ndarray, np
         w = xi * sq + o.m[None, :, :]
         hstar = (o.theta[0, 0] / sq) * xi + c[0, 0] * eta
     else:
-        w = np.einsum("nla,ab->nlb", xi, qs) + o.m[None]
-        hstar = np.einsum("nla,ab->nlb", xi, qis @ o.theta) + np.einsum("nlb,bc->nlc", eta, c)
+        w = right_matmul(xi, qs) + o.m[None]
+        hstar = right_matmul(xi, qis @ o.theta) + right_matmul(eta, c)
     return w, hstar, {"xi": xi, "eta": eta, **mats}
 
 
@@ -107,7 +108,7 @@ def _outer_mean(f: np.ndarray, g: np.ndarray) -> np.ndarray:
     n = f.shape[0]
     if f.shape[2] == 1 and g.shape[2] == 1:
         return _scalar_mean(f * g)
-    return np.einsum("nla,nlb->ab", f, g) / n
+    return outer_sum(f, g) / n
 
 
 def _scalar_mean(prods: np.ndarray) -> np.ndarray:
@@ -137,7 +138,7 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
     if V.shape == (1, 1):
         f = (sol.h - w) / V[0, 0]
     else:
-        f = np.einsum("nla,ab->nlb", sol.h - w, Vinv)
+        f = right_matmul(sol.h - w, Vinv)
     return f, sol, mats
 
 

@@ -1,6 +1,7 @@
 """The agnostic (symmetric) fixed point on mirrored integration points and the linearised map of a branch's order
 parameter there: the pitchfork condition's ingredients (transition.linearised) and the solver's contraction
-certificate (state_evolution.contraction).
+certificate (state_evolution.contraction).  Also the positional fixed point on eta-mirrored points, where theta = 0
+is exactly invariant too: the mixed branch (rank >= 2) leaves the positional one where theta's block turns unstable.
 
 At the agnostic point the order parameter of a branch (theta for semantic, m in the range of the positional Gram
 matrix for positional) is exactly zero, and the map restricted to the order parameter's block is linear to first
@@ -46,18 +47,33 @@ def agnostic_point(setting: Setting, alpha: float, points: np.ndarray, start: Ov
     relative residual tol, or, where the iteration stalls at the points' graininess, its best iterate with a residual
     of at most AGNOSTIC_ACCEPT (r = 2, omega 0.3, alpha 0.597: Anderson stalls at 5.5e-4 on one scrambling, 200 or
     400 iterations alike; the leading eigenvalue moves by ~1e-3 per 1e-3 of alpha there)."""
-    bm = BranchMap(setting, alpha, Branch.agnostic, points)
-    d0 = default_start(setting, Branch.agnostic)
+    return _base_point(setting, alpha, Branch.agnostic, points, start, tol)
+
+
+def positional_point(setting: Setting, alpha: float, points: np.ndarray, start: Overlaps | None = None,
+                     tol: float = 1e-7) -> Overlaps:
+    """The positional fixed point (theta = 0) on these points, as :func:`agnostic_point` (its iteration, tolerance and
+    acceptance); Inadmissible where it collapses onto the agnostic point or is not found.  On eta-mirrored points
+    (``mirrored_points(setting, "semantic", ...)``) theta = 0 is exactly invariant under the free map there, so
+    ``order_jacobian(setting, alpha, "semantic", points, point)`` is its theta block: where the mixed branch
+    (tied, r >= 2) leaves the positional one."""
+    return _base_point(setting, alpha, Branch.positional, points, start, tol)
+
+
+def _base_point(setting: Setting, alpha: float, b: Branch, points: np.ndarray, start: Overlaps | None,
+                tol: float) -> Overlaps:
+    bm = BranchMap(setting, alpha, b, points)
+    d0 = default_start(setting, b)
     tries = ([start] if start is not None else []) + [d0]  # (the default start: inside the map's domain, see there)
     message = ""
     for o in tries:
         sol = anderson(bm.step, bm.pack(o), tol=tol, max_iter=200, admissible=bm.admissible,
-                       diverged=bm.diverged, scale=bm.layout.scale, accept=max(tol, AGNOSTIC_ACCEPT),
-                       approx=bm.approximate)
+                       collapsed=bm.collapsed, diverged=bm.diverged, scale=bm.layout.scale,
+                       accept=max(tol, AGNOSTIC_ACCEPT), approx=bm.approximate)
         if sol.status == Status.ok:
             return bm.unpack(sol.x)
         message = sol.message
-    raise Inadmissible(f"agnostic point not found at alpha = {alpha:g}: {message}")
+    raise Inadmissible(f"{b.value} point not found at alpha = {alpha:g}: {message}")
 
 
 def positional_basis(setting: Setting) -> np.ndarray:

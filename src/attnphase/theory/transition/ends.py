@@ -356,25 +356,35 @@ def _extrapolated(p1, p2, a: float) -> Overlaps | None:
                     theta=o1.theta + c * (o1.theta - o2.theta), untied=o1.untied)
 
 
+def probe_valid(setting: Setting, branch: str, a: float, p_ok, p_prev, precision, seed: int):
+    """The branch's fixed point at a for a search of its end: from the two valid points nearest the end (p_ok, and
+    p_prev or None) extrapolated linearly, then from p_ok, then from the default start (solve_retrying)."""
+    ext = _extrapolated(p_ok, p_prev, a)
+    if ext is not None:
+        return solve_retrying(setting, a, branch, precision, seed, init=ext, nearest=p_ok)[0]
+    return solve_retrying(setting, a, branch, precision, seed, init=p_ok)[0]
+
+
 def bisect_valid(setting: Setting, branch: str, a_ok: float, p_ok, a_bad: float, precision, seed: int,
                   xtol: float, points: list, p_prev=None) -> tuple[float, float]:
     """Shrink [a_bad, a_ok] (either order) to xtol on the solver's validity.  Each solve starts from the two valid
     points nearest the boundary extrapolated linearly (next to a fold the stable branch's basin narrows, and the
     nearest point alone, a bracket away, can lead onto the agnostic point), then from the nearest point, then
     from the default start (a failure from a neighbour can be the neighbour's fault)."""
-    while abs(a_ok - a_bad) > xtol:
-        mid = 0.5 * (a_ok + a_bad)
-        ext = _extrapolated(p_ok, p_prev, mid)
-        if ext is not None:
-            p, _ = solve_retrying(setting, mid, branch, precision, seed, init=ext, nearest=p_ok)
-        else:
-            p, _ = solve_retrying(setting, mid, branch, precision, seed, init=p_ok)
-        points.append(p)
-        if p.valid:
-            a_ok, p_ok, p_prev = mid, p, p_ok
-        else:
-            a_bad = mid
-    return a_ok, a_bad
+    bracket = (a_ok, p_ok, p_prev, a_bad)
+    while abs(bracket[0] - bracket[3]) > xtol:
+        bracket = narrow_bracket(setting, branch, 0.5 * (bracket[0] + bracket[3]), bracket, precision, seed, points)
+    return bracket[0], bracket[3]
+
+
+def narrow_bracket(setting: Setting, branch: str, a: float, bracket: tuple, precision, seed: int, points: list,
+                   extrapolate: bool = True) -> tuple:
+    """One solve at a inside bracket = (a_ok, p_ok, p_prev, a_bad) (probe_valid; from p_ok alone where not
+    extrapolate), appended to points; the bracket with a as its new valid or invalid end."""
+    a_ok, p_ok, p_prev, a_bad = bracket
+    p = probe_valid(setting, branch, a, p_ok, p_prev if extrapolate else None, precision, seed)
+    points.append(p)
+    return (a, p, p_ok, a_bad) if p.valid else (a_ok, p_ok, p_prev, a)
 
 
 def validity_ends(setting: Setting, grid: list[float], precision: str | Precision = "fast", seed: int = 0,
@@ -466,5 +476,5 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
 
 
 __all__ = ["EndResult", "Path", "ValidityEnds", "bisect_valid", "branch_end", "merge_end", "path_as_overlaps",
-           "positional_slope",
+           "narrow_bracket", "positional_slope", "probe_valid",
            "validity_ends"]

@@ -6,12 +6,17 @@ linear to first order: theta_new = J theta.  A branch bifurcates from the agnost
 eigenvalue of J crosses 1; for L = 2, r = r* = 1 this is the study's condition d theta_new / d theta = 1
 (:mod:`attnphase.theory.transition.adapter_map`).
 
-J and the agnostic point on mirrored points: :mod:`attnphase.theory.state_evolution.symmetric` (the solver's
+The same holds at the positional fixed point for theta (base "positional"): theta = 0 is invariant there too, and
+the mixed branch of a tied student of rank r >= 2 (one direction positional, one semantic) leaves the positional
+branch where the leading eigenvalue of theta's block at the positional point crosses 1.
+
+J and the base points on mirrored points: :mod:`attnphase.theory.state_evolution.symmetric` (the solver's
 contraction certificate uses them too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,15 +30,23 @@ from attnphase.theory.state_evolution.symmetric import (
     agnostic_point,
     mirrored_points,
     order_jacobian,
+    positional_point,
 )
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
+BASES = ("agnostic", "positional")  # the fixed points a branch can leave at a pitchfork
+
 
 def leading_eigenvalue(setting: Setting, alpha: float, branch: str, points: np.ndarray,
-                       start: Overlaps | None = None) -> tuple[float, Overlaps]:
-    """The largest real part among J's eigenvalues at alpha, and the agnostic point it was taken at."""
-    sym = agnostic_point(setting, alpha, points, start)
-    return float(np.max(np.linalg.eigvals(order_jacobian(setting, alpha, branch, points, sym)).real)), sym
+                       start: Overlaps | None = None, base: str = "agnostic") -> tuple[float, Overlaps]:
+    """The largest real part among the eigenvalues of J (branch's order parameter block) at alpha, and the base
+    point (agnostic, or positional for theta's block: see the module) it was taken at."""
+    if base not in BASES:
+        raise ValueError(f"base must be one of {BASES}, got {base!r}")
+    if base == "positional" and branch != "semantic":
+        raise ValueError("at the positional point only theta's block (branch 'semantic') is linearised")
+    point = (agnostic_point if base == "agnostic" else positional_point)(setting, alpha, points, start)
+    return float(np.max(np.linalg.eigvals(order_jacobian(setting, alpha, branch, points, point)).real)), point
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,7 @@ class Instability:
 
 
 def _predicted(solved: list[tuple[float, Overlaps]], a: float) -> Overlaps | None:
-    """A start for the agnostic point at a: q and V interpolated (or extrapolated, at most one spacing beyond) in
+    """A start for the base point at a: q, m and V interpolated (or extrapolated, at most one spacing beyond) in
     alpha through the two nearest solved points, else the nearest one (a warm start only: the solve converges to
     its own tolerance from it)."""
     if not solved:
@@ -60,24 +73,27 @@ def _predicted(solved: list[tuple[float, Overlaps]], a: float) -> Overlaps | Non
     q, V = o1.q + w * (o2.q - o1.q), o1.V + w * (o2.V - o1.V)
     if np.linalg.eigvalsh(q).min() <= 0 or np.linalg.eigvalsh(V).min() <= 0:
         return o1
-    return Overlaps(q=q, m=o1.m, V=V, theta=o1.theta, untied=o1.untied)
+    return Overlaps(q=q, m=o1.m + w * (o2.m - o1.m), V=V, theta=o1.theta, untied=o1.untied)
 
 
 def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0, xtol: float = 1e-3,
-                name: str | None = None) -> Instability:
+                name: str | None = None, base: str = "agnostic",
+                known: Sequence[tuple[float, Overlaps]] = ()) -> Instability:
     """The pitchfork condition (leading eigenvalue of J = 1) on the alpha grid, per scrambling: the first scrambling
     scans the grid upward to the first sign change and refines it by brentq; the others are bracketed near its
     root (they differ by the integration error).  value: the mean, interval: a 99% Student-t half-width of the
-    spread plus xtol; 'not in range' where the eigenvalue does not cross 1 on the grid."""
+    spread plus xtol; 'not in range' where the eigenvalue does not cross 1 on the grid.  base: the fixed point
+    linearised at (leading_eigenvalue); known: (alpha, overlaps) of that branch solved elsewhere, warm starts for
+    its point on the mirrored points (the positional point needs one: its default start may find another)."""
     name = name or f"{branch}_pitchfork"
-    method = (f"leading eigenvalue of the order parameter's block of the linearised map at the agnostic point = 1 "
+    method = (f"leading eigenvalue of the order parameter's block of the linearised map at the {base} point = 1 "
               f"(likelihood-ratio identity, mirrored Sobol points, {SCRAMBLINGS} x 2^{LOG2_POINTS + 1}), brentq to "
               f"{xtol:g}")
     grid = sorted(grid)
     lo, hi = grid[0], grid[-1]
     roots: list[float] = []
     n_eval = 0
-    solved: list[tuple[float, Overlaps]] = []  # (alpha, agnostic point): the warm starts
+    solved: list[tuple[float, Overlaps]] = list(known)  # (alpha, base point): the warm starts
     for rep in range(SCRAMBLINGS):
         pts = mirrored_points(setting, branch, rep, seed)
 
@@ -86,7 +102,7 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
         def f(a: float, pts=pts, seen=seen) -> float:
             nonlocal n_eval
             if a not in seen:
-                lam, sym = leading_eigenvalue(setting, a, branch, pts, _predicted(solved, a))
+                lam, sym = leading_eigenvalue(setting, a, branch, pts, _predicted(solved, a), base)
                 solved.append((a, sym))
                 n_eval += 1
                 seen[a] = lam - 1.0

@@ -134,8 +134,9 @@ NAMES = ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes")
 @dataclass
 class TransitionResult:
     """The critical values of one setting (records in ``critical``, keyed by NAMES plus the pitchforks
-    ``semantic_pitchfork`` and ``positional_pitchfork``), the branch curves solved on the way, and the
-    unstable parts of the branches (rows alpha, q, V, m, theta) for dashed curves."""
+    ``semantic_pitchfork`` and ``positional_pitchfork``, and for a tied student of rank >= 2 ``alpha_mixed_appears``
+    and ``mixed_pitchfork``), the branch curves solved on the way, and the unstable parts of the branches (rows
+    alpha, q, V, m, theta) for dashed curves."""
 
     omega: float
     critical: dict[str, Critical]
