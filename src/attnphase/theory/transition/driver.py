@@ -342,13 +342,19 @@ def _mixed_pitchfork(setting: Setting, cache: dict[tuple[str, float], FixedPoint
     and over the whole grid where the eigenvalue does not cross 1 there (a pitchfork further away: a fold of the
     mixed branch or an imperfect bifurcation)."""
     known = [(p.alpha, p.overlaps) for (b, _), p in cache.items() if b == "positional" and p.valid]
+    if not known:
+        return Critical.missing("mixed_pitchfork", "not in range", "no valid positional fixed point was solved")
+    # (only where the positional branch was found: below it there is no positional point to linearise at)
+    grid = [g for g in grid if g >= min(a for a, _ in known)]
     below = [g for g in grid if g < a_bad]
     near = sorted(set(below[-1:] + [a_ok]))
     kw = dict(seed=seed, xtol=xtol, name="mixed_pitchfork", base="positional", known=known)
     inst = instability(setting, "semantic", near, **kw) if len(near) > 1 else None
-    if inst is None or (not inst.critical.found and near != sorted(grid)):
-        inst = instability(setting, "semantic", sorted(set(grid) | {a_ok}), **kw)
-    return inst.critical
+    wide = sorted(set(grid) | {a_ok})
+    if (inst is None or not inst.critical.found) and len(wide) > 1 and wide != near:
+        inst = instability(setting, "semantic", wide, **kw)
+    return inst.critical if inst is not None else Critical.missing(
+        "mixed_pitchfork", "not in range", f"no alpha to scan below the mixed branch's lowest valid point {a_ok:g}")
 
 
 def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: list[float], sem_c: Critical,
