@@ -13,8 +13,9 @@
         the omega curve of `attnphase theory --alpha 0.1:2:20 --branch all` solved in this process: per branch
         the seconds, full and continued evaluations at full resolution, and the scramblings.
 
-Prints tables.  The moves are in the map's own scaled coordinates (|dx_j| / scale_j, state_evolution.BranchMap),
-random signs per coordinate.
+Prints tables.  The moves are in the coordinates the continuation radius is measured in (|dx_j| / scale_j,
+BranchMap.move_scale: an entry of m or theta against at least sqrt(q_aa), sqrt(q_aa rho_bb)), random signs per
+coordinate.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def exactness(omega: float, log2n: int, draws: int, setting: str = "study") -> N
         for move in MOVES:
             differ, worst, t_full, t_cont = 0, 0.0, 0.0, 0.0
             for _ in range(draws):
-                x = x0 + move * rng.choice([-1.0, 1.0], x0.size) * anchor_map.layout.scale(x0)
+                x = x0 + move * rng.choice([-1.0, 1.0], x0.size) * anchor_map.move_scale(x0)
                 o = anchor_map.unpack(x)
                 cont, tc = _cpu(update_hatoverlaps, s, alpha, o, pts, branch, minima=minima)
                 full, tf = _cpu(update_hatoverlaps, s, alpha, o, pts, branch)

@@ -92,6 +92,42 @@ def test_continued_map_is_the_full_map_near_its_anchor(branch, alpha):
     assert bm.evaluations == {"full": 2, "continued": 3}
 
 
+def test_the_radius_counts_a_small_order_entry_against_its_columns_size_in_the_fields():
+    """BranchMap.move_scale: q, V as the layout's scale; an entry of m or theta against at least sqrt(q_aa) and
+    sqrt(q_aa rho_bb) (by hand here).  At the rank-2 mixed point a move of the positional column's small theta by
+    several times itself, but 2e-3 of that size, is a continued evaluation and equals a full one."""
+    s = Setting(omega=0.3, r=2)
+    fp = solve(s, 1.5, "mixed", "fast")
+    assert fp.valid
+    pts = gaussian_sobol(13, points_dim(s), 3)
+    bm = branch_map(s, 1.5, "free", pts)
+    x0 = bm.pack(fp.overlaps)
+    o = bm.unpack(x0)
+    names = bm.layout.names()
+    sizes = bm.move_scale(x0)
+    base = bm.layout.scale(x0)
+    rho = s.rho_matrix
+    for k, name in enumerate(names):
+        i, j = (int(c) for c in name[name.index("[") + 1:-1].split(","))
+        if name.startswith("theta"):
+            assert sizes[k] == pytest.approx(max(abs(o.theta[i, j]), 1e-3, np.sqrt(o.q[i, i] * rho[j, j])))
+        elif name.startswith("m_coord"):
+            assert sizes[k] == pytest.approx(max(abs(x0[k]), 1e-3, np.sqrt(o.q[j, j])))
+        else:
+            assert sizes[k] == base[k]
+    small = int(np.argmin(np.abs(o.theta.ravel()) / np.sqrt(np.diag(o.q)[:, None] * np.diag(rho)[None, :]).ravel()))
+    k = bm.layout.block("theta").start + small
+    assert abs(x0[k]) < 0.1 * sizes[k]  # the small entry
+    bm.step(x0)
+    x = x0.copy()
+    x[k] += 2e-3 * sizes[k]  # many times the entry's own size (the layout's scale would call it far)
+    assert 2e-3 * sizes[k] / base[k] > CONTINUE_RADIUS
+    got = bm(x)
+    assert bm.evaluations == {"full": 1, "continued": 1}
+    want = branch_map(s, 1.5, "free", pts)(x)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
 def test_continuing_a_single_minimum_is_not_enough():
     """Why every local minimiser is continued: from the global one alone (prox's warm path), points whose
     global minimiser switches basin are wrong, and at a move of the overlaps of 3e-2 the map's image is off by
@@ -249,22 +285,24 @@ def test_general_kernel_records_its_distinct_local_minima():
         assert same.minima is None  # only full evaluations (own starts) record an anchor
 
 
-def test_general_continued_solve_equals_the_full_one_within_error_bars():
+@pytest.mark.parametrize("branch", ["positional", "mixed"])
+def test_general_continued_solve_equals_the_full_one_within_error_bars(branch):
     """A rank-2 student's fixed point with continued evaluations near each full one (the default) equals the one
     from full evaluations only, within three standard errors (measured at default precision: m 0.22618 vs 0.22616,
-    standard error 2.5e-5, in a fifth of the time)."""
+    standard error 2.5e-5, in a fifth of the time).  The mixed point has a small entry (theta of its positional
+    column), whose moves the radius measures against its column's size in the fields (BranchMap.move_scale)."""
     from attnphase.theory.state_evolution import branch_map as bm_module
 
     s = Setting(omega=0.3, r=2)
-    on = solve(s, 1.5, "positional", "fast")
+    on = solve(s, 1.5, branch, "fast")
     orig = bm_module.BranchMap._near_anchor
     try:
         bm_module.BranchMap._near_anchor = lambda self, x: False
-        off = solve(s, 1.5, "positional", "fast")
+        off = solve(s, 1.5, branch, "fast")
     finally:
         bm_module.BranchMap._near_anchor = orig
     assert on.valid and off.valid
-    for key in ("q", "m", "train_loss"):
+    for key in ("q", "m", "theta", "train_loss") if branch == "mixed" else ("q", "m", "train_loss"):
         a = on.summary()[key] if key != "train_loss" else on.train_loss
         b = off.summary()[key] if key != "train_loss" else off.train_loss
         err = np.hypot(on.errors[key], off.errors[key])

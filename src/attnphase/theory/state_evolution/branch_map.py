@@ -125,8 +125,25 @@ class BranchMap:
     def _near_anchor(self, x: np.ndarray) -> bool:
         if self._anchor is None or self._anchor.shape != x.shape:
             return False
-        move = np.abs(x - self._anchor) / self.layout.scale(self._anchor)
+        move = np.abs(x - self._anchor) / self.move_scale(self._anchor)
         return bool(np.max(move, initial=0.0) <= CONTINUE_RADIUS)
+
+    def move_scale(self, x: np.ndarray) -> np.ndarray:
+        """Per-coordinate size in which CONTINUE_RADIUS is measured: the layout's scale, except that an entry of m
+        or theta counts against at least the size its column can have in the fields, sqrt(q_aa) (m) and
+        sqrt(q_aa rho_bb) (theta), as q's off-diagonal entries count against sqrt(q_aa q_bb).  A small entry (the
+        positional column's theta at a mixed point, 1e-3 of that) moves every point's problem by its absolute
+        change, not by its change relative to itself."""
+        out = self.layout.scale(x)
+        o = self.layout.unpack(x)
+        qd = np.sqrt(np.maximum(np.diag(o.q), 0.0))
+        sm, st = self.layout.block("m"), self.layout.block("theta")
+        if sm.stop > sm.start:
+            out[sm] = np.maximum(out[sm], np.tile(qd, self.layout.basis.shape[1]))
+        if st.stop > st.start:
+            rho = np.sqrt(np.diag(self.setting.rho_matrix))
+            out[st] = np.maximum(out[st], np.outer(qd, rho).reshape(-1))
+        return out
 
     def image(self, out: ChannelOutput) -> np.ndarray:
         """The packed overlaps the prior side gives for a channel output (the map's second half)."""
