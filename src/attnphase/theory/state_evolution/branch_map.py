@@ -13,9 +13,14 @@ from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hat
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, canonical_gauge
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.prox import choose_kernel
+from attnphase.theory.solvers.fixed_point import Inadmissible, jacobian
 from attnphase.theory.state_evolution.results import check_theory_setting, summaries
 
 JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
+# Central differences of the basin-held map (see BranchMap.jacobian), relative to the layout's scale: the inner
+# Newton stops at |grad| < 1e-9 (minimisers to ~3e-8), so steps of 1e-5 start to show it (measured: the rank-2
+# mixed point's chord no longer converged from 1e-5 columns), while 1e-3 and 1e-4 give the same chords.
+DERIVATIVE_STEP = 1e-4
 DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
 
 # Largest move (max over coordinates of |x - anchor| / scale) at which BranchMap continues the local minimisers of
@@ -88,12 +93,52 @@ class BranchMap:
             self._warm = out.h
         return self.image(out), out
 
+    def jacobian(self, x: np.ndarray) -> tuple[np.ndarray, int]:
+        """The map's Jacobian at x and the exact evaluations spent (1 for the general kernel).
+
+        General kernel: the derivative with every point's minimiser held in its basin, i.e. the implicit derivative
+        of the proximal map, point by point: one exact evaluation at x, then central differences of cheap() (Newton
+        from those minimisers) at DERIVATIVE_STEP.  It is smooth (no point switches basin), so the step is set by
+        the inner Newton's tolerance, not by the points' graininess, and each column costs two warm evaluations
+        (a fifth of a full one).  As a chord's matrix it converges in as few steps or fewer than the forward
+        difference of the full map at 1e-2 (docs/numerics.md, "The Jacobian of a basin-held map").  A step that
+        leaves the map's domain is taken one-sided.  Two-token kernel (no warm path): forward differences of the
+        map itself at jacobian_step (fixed_point.jacobian).  Raises Inadmissible where x, or both sides of a
+        coordinate, lie outside."""
+        x = np.asarray(x, dtype=float)
+        if not self.warmable:
+            return jacobian(self.step, x, self.jacobian_step, self.layout.scale)
+        self.step(x)  # (the minimisers the differences continue)
+        sizes = self.layout.scale(x)
+        J = np.empty((x.size, x.size))
+        center: np.ndarray | None = None
+        for j in range(x.size):
+            h = DERIVATIVE_STEP * sizes[j]
+            images = []
+            for sign in (1.0, -1.0):
+                xs = x.copy()
+                xs[j] += sign * h
+                try:
+                    images.append(self.cheap(xs))
+                except Inadmissible:
+                    images.append(None)
+            up, down = images
+            if up is not None and down is not None:
+                J[:, j] = (up - down) / (2 * h)
+                continue
+            if up is None and down is None:
+                raise Inadmissible(f"both steps of coordinate {self.layout.names()[j]} leave the map's domain")
+            if center is None:
+                center = self.cheap(x)
+            J[:, j] = (up - center) / h if up is not None else (center - down) / h
+        return J, 1
+
     @property
     def jacobian_step(self) -> float:
-        """Finite-difference step (scaled) for this map's Jacobian.  JACOBIAN_STEP's 1e-2 keeps the difference
-        quotient above the map's graininess on 2^12 points; on 2^15 points or more, CONTINUE_RADIUS's 3e-3 has less
-        graininess noise (it scales as (n step)^(-1/2)) and makes the steps continued evaluations where the kernel
-        records its minima."""
+        """Finite-difference step (scaled) for the two-token kernel's Jacobian (see :meth:`jacobian`).
+        JACOBIAN_STEP's 1e-2 keeps the difference quotient above the map's graininess on 2^12 points; on 2^15
+        points or more, CONTINUE_RADIUS's 3e-3 has less graininess noise (it scales as (n step)^(-1/2)) and makes
+        the steps continued evaluations where the kernel records its minima."""
         if self._anchor is not None and self.points.shape[1] >= 2**15:  # (an anchor: the kernel records minima)
             return 0.9 * CONTINUE_RADIUS  # (inside the radius despite rounding)
         return JACOBIAN_STEP
@@ -133,8 +178,13 @@ class BranchMap:
         or theta counts against at least the size its column can have in the fields, sqrt(q_aa) (m) and
         sqrt(q_aa rho_bb) (theta), as q's off-diagonal entries count against sqrt(q_aa q_bb).  A small entry (the
         positional column's theta at a mixed point, 1e-3 of that) moves every point's problem by its absolute
-        change, not by its change relative to itself."""
+        change, not by its change relative to itself.  The general kernel's only: the two-token kernel keeps the radius
+        in the layout's scale, where its exactness was measured, and the study's numbers as they were (with the
+        wider measure its semantic verdicts within 0.05 of the branch's end, where the map is critically slow and
+        grainy, came out otherwise: default precision, alpha 0.76 collapsed instead of ok)."""
         out = self.layout.scale(x)
+        if not self.warmable:
+            return out
         o = self.layout.unpack(x)
         qd = np.sqrt(np.maximum(np.diag(o.q), 0.0))
         sm, st = self.layout.block("m"), self.layout.block("theta")

@@ -39,7 +39,6 @@ from attnphase.theory.solvers.fixed_point import (
     Status,
     anderson,
     chord,
-    jacobian,
     newton_matrix,
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
@@ -620,11 +619,10 @@ def _vector_sem(arrays: list[np.ndarray]) -> float:
 
 
 def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> tuple[np.ndarray | None, int]:
-    """(I - J)^{-1} at x by finite differences with the map's step (None where singular) and the map evaluations
-    spent; (None, 0) where x or both steps of a coordinate lie outside the admissible set (a forward step that leaves
-    it is taken backwards: fixed_point.jacobian)."""
+    """(I - J)^{-1} at x from the map's Jacobian (BranchMap.jacobian; None where singular) and the exact map
+    evaluations spent; (None, 0) where x or both steps of a coordinate lie outside the admissible set."""
     try:
-        J, n_eval = jacobian(bm.step, x, bm.jacobian_step, bm.layout.scale)
+        J, n_eval = bm.jacobian(x)
     except Inadmissible:
         return None, 0
     return newton_matrix(J), n_eval
