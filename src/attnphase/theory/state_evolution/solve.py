@@ -700,12 +700,3 @@ def mixed_start(setting: Setting, alpha: float, precision: str | Precision = "fa
     return mixed_start_from(solve(one, alpha, "semantic", precision, seed=seed),
                             solve(one, alpha, "positional", precision, seed=seed), setting)
 
-
-def extra_starts(setting: Setting, alpha: float, branch: str, precision: str | Precision = "fast",
-                 seed: int = 0) -> list[Overlaps]:
-    """The starts solve() tries besides the default one that need no solve (starts.named_starts), and for the free
-    branch of a tied r >= 2 student the mixed start (two rank-1 solves at this alpha; see mixed_start)."""
-    out = [o for _, o in named_starts(setting, branch, alpha)]
-    if branch in ("free", MIXED) and setting.r >= 2 and not setting.untied:
-        out.append(mixed_start(setting, alpha, precision, seed))
-    return out

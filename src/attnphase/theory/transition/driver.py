@@ -37,7 +37,7 @@ from attnphase.theory.model.baseline import linear_baseline
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import get_precision
-from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, global_minimum_curve, lowest
+from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.transition.ends import bisect_valid, narrow_bracket
 from attnphase.theory.transition.linearised import classify_end, instability, order_squared_intercept, theta_points
@@ -391,7 +391,3 @@ def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: li
                                     f"alpha_c < {alpha_min:g}")
     return Critical.missing("alpha_c", "failed", "no bracketed sign change of the training-loss difference")
 
-
-def global_minimum_curve_of(result: TransitionResult) -> list[FixedPoint]:
-    """The global minimum along the transition's own curves."""
-    return global_minimum_curve(result.curves)
