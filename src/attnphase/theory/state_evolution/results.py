@@ -130,6 +130,8 @@ class FixedPoint:
                 :meth:`from_dict` has none, and a solve started from it takes the path of a cold start).
     errors    : one-standard-error integration-error estimates (spread over independent scramblings) of the
                 scalar summaries (q, m, V, theta; see :func:`summaries`), train_loss and test_error.
+    iterations: exact map evaluations spent (full or continued; the warm evaluations of a chord's speculative steps
+                and of the general kernel's basin-held Jacobian are not counted).
     overlaps  : arrays q, V (r x r), m (L x r), theta (r x r*); accessors fp.q, fp.m, fp.V, fp.theta.  For the
                 untied student (setting["student"] == "untied") r is the field rank 2r' and the summaries are
                 :func:`untied_summaries`.
