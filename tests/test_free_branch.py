@@ -49,6 +49,26 @@ def test_rank2_student_mixed_minimum_is_the_lowest():
     assert abs(float(free.theta[:, 0] @ free.m[0])) < 1e-3
 
 
+def test_rank2_student_positional_single_point_is_the_curves_not_a_far_one():
+    """r = 2 (L = 2, r* = 1), alpha 2, fast: from the default start the positional iteration reaches a far fixed point
+    (q 2.06, m 3.44, train loss 0.047, kept as the answer before); the single point keeps the lowest of its starts,
+    the scaled one's, which is the branch continued from alpha 1.5 (q 0.044, m 0.226, train loss 0.00344)."""
+    from attnphase.theory.state_evolution.curves import solve_curve
+
+    s = Setting(omega=0.3, r=2)
+    single = solve(s, 2.0, "positional", "fast")
+    curve = solve_curve(s, [1.5, 2.0], "positional", "fast")[-1]
+    assert single.valid and curve.valid
+    assert [st.name for st in single.starts] == ["default", "scaled"]
+    assert single.starts[0].train_loss > 10 * single.train_loss  # the far point, not kept
+    assert single.summary()["q"] < 0.1
+    for key in ("q", "m", "V"):
+        err = np.hypot(single.errors[key], curve.errors[key])
+        assert single.summary()[key] == pytest.approx(curve.summary()[key], abs=4 * err + 1e-3 * curve.summary()[key])
+    err = np.hypot(single.errors["train_loss"], curve.errors["train_loss"])
+    assert single.train_loss == pytest.approx(curve.train_loss, abs=4 * err + 1e-3 * curve.train_loss)
+
+
 def test_multistart_finds_the_positional_point_simulations_reach_for_a_rank2_teacher():
     """(L, r, r*) = (2, 1, 2), alpha = 1.5: from the default start the positional branch converges to a far point
     (m 2.83, train loss 0.0138) no simulation reaches; multistart keeps the near one, which d = 500 simulations

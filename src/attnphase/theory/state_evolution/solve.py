@@ -254,12 +254,14 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
 
 def _first_valid(setting: Setting, branch: str) -> bool:
     """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
-    everywhere but the positional branch of r* >= 2 (a far point, m 2.83, train loss 0.0138, from the default start)
-    and of L > 2 (a shallow ring of positional minima), and the mixed branch."""
+    everywhere but the tied student's positional branch outside the study shape (r* >= 2: a far point, m 2.83, train
+    loss 0.0138, from the default start; r >= 2: at alpha 2 the default start's point is a far one, q 2.05, m 3.43,
+    train loss 0.0473, the scaled start's and the curve's q 0.044, m 0.226, 0.00344; L > 2: a shallow ring of
+    positional minima), and the mixed branch."""
     if branch == MIXED:
         return False
     if branch == "positional" and not setting.untied:
-        return setting.r_star == 1 and setting.L == 2
+        return is_study_shape(setting)
     return True
 
 

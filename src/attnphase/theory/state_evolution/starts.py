@@ -138,8 +138,8 @@ def structured_starts(setting: Setting, branch: str, alpha: float | None = None)
 def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[tuple[str, Overlaps]]:
     """(name, overlaps) of the starts besides the default one that need no solve: "scaled" (scaled_start; only
     with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
-    any shape other than L = 2, r = r* = 1 "wide_m" (q 0.08, twice the default m) and for L > 2 "pattern" (see
-    structured_starts)."""
+    r* >= 2 or L > 2 "wide_m" (q 0.08, twice the default m; for r >= 2 at L = 2, r* = 1 it never converged where the
+    default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern" (see structured_starts)."""
     b = as_branch(branch)
     out: list[tuple[str, Overlaps]] = []
     # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
@@ -150,7 +150,7 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     if setting.untied:
         return out
     d0 = default_start(setting, b)
-    if b == Branch.positional and (setting.L > 2 or setting.r > 1 or setting.r_star > 1):
+    if b == Branch.positional and (setting.L > 2 or setting.r_star > 1):
         out.append(("wide_m", Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)))
         if setting.L > 2:
             e = np.zeros(setting.L)
