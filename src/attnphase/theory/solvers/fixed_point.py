@@ -227,7 +227,8 @@ def _anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissibl
                         {"approx": n_approx})
 
 
-def jacobian(fmap: Map, x: np.ndarray, rel_step: float = 1e-3, scale: Scale | None = None) -> tuple[np.ndarray, int]:
+def jacobian(fmap: Map, x: np.ndarray, rel_step: float = 1e-3, scale: Scale | None = None,
+             central: bool = False) -> tuple[np.ndarray, int]:
     """Forward-difference Jacobian of G (common random points make it smooth enough), step rel_step * scale(x)_j.
 
     On a map averaged over n integration points the step must move many points' minimisers across a basin
@@ -238,7 +239,12 @@ def jacobian(fmap: Map, x: np.ndarray, rel_step: float = 1e-3, scale: Scale | No
     A forward step that leaves the map's domain is taken backwards instead (a fixed point next to the domain's
     edge: r = 2, omega 0.3, alpha 7.9, the mixed point's semantic column at rho - theta^2 / q = 0.5% of rho, where
     +1% in theta leaves it; without a Jacobian there the branch could not be continued).  Raises Inadmissible where
-    x or both steps of a coordinate lie outside.  Returns (J, evaluations)."""
+    x or both steps of a coordinate lie outside.  Returns (J, evaluations).
+
+    central=True: central differences (for a smooth map, e.g. one with every point's minimiser held in its basin),
+    G(x) evaluated only for a coordinate whose one step leaves the domain (that column one-sided)."""
+    if central:
+        return _central_jacobian(fmap, x, rel_step, scale)
     g0 = _evaluate(fmap, x)[0]
     J = np.empty((x.size, x.size))
     sizes = (scale or default_scale)(x)
@@ -255,6 +261,35 @@ def jacobian(fmap: Map, x: np.ndarray, rel_step: float = 1e-3, scale: Scale | No
             except Inadmissible:
                 if sign < 0:
                     raise
+    return J, n_eval
+
+
+def _central_jacobian(fmap: Map, x: np.ndarray, rel_step: float, scale: Scale | None) -> tuple[np.ndarray, int]:
+    J = np.empty((x.size, x.size))
+    sizes = (scale or default_scale)(x)
+    n_eval = 0
+    g0: np.ndarray | None = None
+    for j in range(x.size):
+        h = rel_step * sizes[j]
+        images = []
+        for sign in (1.0, -1.0):
+            xs = x.copy()
+            xs[j] += sign * h
+            n_eval += 1
+            try:
+                images.append(_evaluate(fmap, xs)[0])
+            except Inadmissible:
+                images.append(None)
+        up, down = images
+        if up is not None and down is not None:
+            J[:, j] = (up - down) / (2 * h)
+            continue
+        if up is None and down is None:
+            raise Inadmissible(f"both steps of coordinate {j} leave the map's domain")
+        if g0 is None:
+            g0 = _evaluate(fmap, x)[0]
+            n_eval += 1
+        J[:, j] = (up - g0) / h if up is not None else (g0 - down) / h
     return J, n_eval
 
 

@@ -13,7 +13,7 @@ from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hat
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, canonical_gauge
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.prox import choose_kernel
-from attnphase.theory.solvers.fixed_point import Inadmissible, jacobian
+from attnphase.theory.solvers.fixed_point import jacobian
 from attnphase.theory.state_evolution.results import check_theory_setting, summaries
 
 JACOBIAN_STEP = 1e-2  # relative to the layout's coordinate scale (see fixed_point.jacobian)
@@ -109,28 +109,7 @@ class BranchMap:
         if not self.warmable:
             return jacobian(self.step, x, self.jacobian_step, self.layout.scale)
         self.step(x)  # (the minimisers the differences continue)
-        sizes = self.layout.scale(x)
-        J = np.empty((x.size, x.size))
-        center: np.ndarray | None = None
-        for j in range(x.size):
-            h = DERIVATIVE_STEP * sizes[j]
-            images = []
-            for sign in (1.0, -1.0):
-                xs = x.copy()
-                xs[j] += sign * h
-                try:
-                    images.append(self.cheap(xs))
-                except Inadmissible:
-                    images.append(None)
-            up, down = images
-            if up is not None and down is not None:
-                J[:, j] = (up - down) / (2 * h)
-                continue
-            if up is None and down is None:
-                raise Inadmissible(f"both steps of coordinate {self.layout.names()[j]} leave the map's domain")
-            if center is None:
-                center = self.cheap(x)
-            J[:, j] = (up - center) / h if up is not None else (center - down) / h
+        J, _ = jacobian(lambda xs: (self.cheap(xs), None), x, DERIVATIVE_STEP, self.layout.scale, central=True)
         return J, 1
 
     @property
