@@ -193,3 +193,22 @@ def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_itera
         assert lam == pytest.approx(1.0, abs=0.005)
     a, b = (bm.pack(p) for p in points)
     assert np.max(np.abs(a - b) / bm.layout.scale(a)) < 0.01
+
+
+def test_stable_on_grid_is_the_largest_cold_eigenvalue_or_none_where_one_crosses() -> None:
+    """L = 3 simplex, omega 0.3: the agnostic point is stable in m on the grid; the largest eigenvalue equals the
+    largest of cold solves (the agnostic point from the default start at each alpha) on the same points.  The study
+    (L = 2) at alpha 0.3 is past the positional pitchfork (the adapter's slope, an independent code, is above 1):
+    None there."""
+    s = Setting(L=3, positions="simplex", omega=0.3)
+    grid = [0.3, 0.6, 1.2]
+    largest, n = lin.stable_on_grid(s, "positional", grid)
+    pts = lin.mirrored_points(s, "positional", 0, 0)
+    cold = [lin.leading_eigenvalue(s, a, "positional", pts)[0] for a in grid]
+    assert n == len(grid) and largest is not None and largest < 1.0
+    assert largest == pytest.approx(max(cold), abs=1e-5)
+    study = Setting(omega=0.3)
+    z = bm.symmetric_points(13, 0, 0, "positional")
+    y = lin.agnostic_point(study, 0.3, z)
+    assert bm.symmetric_map(study, 0.3, "positional", z, np.array([y.q[0, 0], y.V[0, 0]])).slope > 1.0
+    assert lin.stable_on_grid(study, "positional", [0.3, 1.0]) == (None, 1)

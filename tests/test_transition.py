@@ -555,3 +555,41 @@ def test_transition_record_carries_the_mixed_appearance_only_where_it_exists() -
     crit["alpha_mixed_appears"] = Critical("alpha_mixed_appears", 0.587, 0.532, 0.593, "unknown", "bisection")
     d = TransitionResult(omega=0.3, critical=crit, test_error_linear=0.002, alpha_range=(0.05, 2.0)).to_dict()
     assert (d["alpha_mixed_appears"], d["alpha_mixed_appears_lo"], d["alpha_mixed_appears_hi"]) == (0.587, 0.532, 0.593)
+
+
+def test_no_positional_branch_where_the_agnostic_point_is_stable_in_m() -> None:
+    """L = 3 simplex, omega 0.3: the agnostic point is stable in m on the grid, so the positional branch is solved
+    at the range's ends only; neither is valid, so it has no range, and a solve from the start set inside the range
+    (what the whole-grid curve did) collapses too."""
+    from attnphase.theory.transition.ends import validity_ends
+
+    s = Setting(L=3, positions="simplex", omega=0.3)
+    grid = [0.6, 1.0, 1.4, 2.0]
+    ve = validity_ends(s, grid, "fast", stable={"positional": 0.8})
+    pos = [p for p in ve.points if p.branch == "positional"]
+    assert [p.alpha for p in pos] == [0.6, 2.0] and not any(p.valid for p in pos)
+    assert ve.range["positional"][0] > ve.range["positional"][1]
+    assert ve.ends["alpha_pos_appears"].search == "not in range"
+    assert not solve(s, 1.0, "positional", "fast").valid
+
+
+@pytest.mark.slow
+def test_semantic_end_settled_at_the_pitchfork_as_the_bisection_classifies_it() -> None:
+    """L = 3 simplex, omega 0.3, fast: valid semantic points reach below the pitchfork (0.248 [0.221, 0.276], the
+    linearised condition) while theta^2 above it heads to zero inside its interval.  Asking the solver at the
+    interval's ends first gives the record the full bisection and classify_end give, with fewer solves."""
+    from attnphase.theory.transition.ends import validity_ends
+    from attnphase.theory.transition.linearised import classify_end, theta_points
+
+    s = Setting(L=3, positions="simplex", omega=0.3)
+    grid = [0.05, 0.2273, 0.4045]
+    pitch = Critical("semantic_pitchfork", 0.2482, 0.2208, 0.2756, "pitchfork", "linearised")
+    quick = validity_ends(s, grid, "fast", stable={"positional": 0.8}, pitchforks={"semantic": pitch})
+    full = validity_ends(s, grid, "fast", stable={"positional": 0.8})
+    order = theta_points([p for p in full.points if p.branch == "semantic"])
+    ref = classify_end(full.ends["alpha_sem_appears"], pitch, "lower", order)
+    got = quick.ends["alpha_sem_appears"]
+    assert ref.kind == got.kind == "pitchfork"
+    assert (got.value, got.lo, got.hi) == pytest.approx((ref.value, ref.lo, ref.hi), abs=1e-12)
+    assert full.ends["alpha_sem_appears"].hi < pitch.lo  # the solver's own end lies below the pitchfork
+    assert len(quick.points) < len(full.points)

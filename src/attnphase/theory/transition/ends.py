@@ -42,6 +42,7 @@ from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition import adapter_map as bm
+from attnphase.theory.transition.linearised import intercept_at, theta_points
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
 # Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
@@ -55,6 +56,7 @@ PAST = 0.25
 # The record each branch's end fills: the semantic branch's end is where it appears, the positional one's where
 # it vanishes (where it appears is its pitchfork).
 END_NAME = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_vanishes"}
+END_NAME_LOWER = "alpha_sem_appears"  # (validity_ends: the end a branch existing above it has, the semantic one)
 
 
 @dataclass
@@ -387,13 +389,56 @@ def narrow_bracket(setting: Setting, branch: str, a: float, bracket: tuple, prec
     return (a, p, p_ok, a_bad) if p.valid else (a_ok, p_ok, p_prev, a)
 
 
+def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: Critical | None, precision,
+                         seed: int, points: list) -> Critical | tuple | None:
+    """The lower end of a branch that exists above it, held against its pitchfork condition before any bisection:
+    the solver's fixed point at the ends of the pitchfork's interval that lie inside the grid bracket
+    (a_ok, p_ok, p_prev, a_bad).  The pitchfork itself (kind "pitchfork") where the solver's end lies inside its
+    interval, or where the branch is valid down to the interval and the squared order parameter of its points
+    extrapolates to zero inside it (a supercritical pitchfork; the valid points below it are the finite point set's
+    imperfection: linearised.classify_end); else the narrowed bracket for the bisection (None: nothing solved)."""
+    if pitch is None or not pitch.found:
+        return None
+    solved = False
+    for a in (pitch.hi, pitch.lo):
+        if bracket[3] < a < bracket[0]:
+            bracket = narrow_bracket(setting, branch, a, bracket, precision, seed, points)
+            solved = True
+    if not solved:
+        return None
+    a_ok, _, _, a_bad = bracket
+    if pitch.lo <= a_bad and a_ok <= pitch.hi:
+        return Critical(END_NAME_LOWER, pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
+                        f"the solver's validity bracket [{a_bad:.4g}, {a_ok:.4g}] lies inside the pitchfork's interval")
+    ic = intercept_at(theta_points([p for p in points if p.branch == branch]), pitch) if a_ok <= pitch.lo else None
+    if ic is not None:
+        return Critical(END_NAME_LOWER, pitch.value, pitch.lo, pitch.hi, "pitchfork",
+                        f"{pitch.method}; the squared order parameter of the solver's points above it extrapolates to "
+                        f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
+                        f"supercritical: valid points down to alpha = {a_ok:.4g}, below the pitchfork, are the finite "
+                        f"point set's imperfect bifurcation (a small order parameter its broken symmetry sustains), "
+                        f"not a subcritical branch")
+    return bracket
+
+
 def validity_ends(setting: Setting, grid: list[float], precision: str | Precision = "fast", seed: int = 0,
-                  xtol: float = 0.02) -> ValidityEnds:
+                  xtol: float = 0.02, stable: dict[str, float] | None = None,
+                  pitchforks: dict[str, Critical] | None = None) -> ValidityEnds:
     """Ends of the semantic and positional branches located on the solver's validity: both branches solved
     along the grid by continuation (solve_curve), each end bracketed between a grid point where the branch is
     valid and its neighbour where it is not (collapsed onto the agnostic point, or no convergence), then
     bisected to xtol.  kind "unknown": a collapse test does not say pitchfork or fold; the interval is the final
-    bracket, so it holds the end as the solver sees it (at this precision), not an extrapolation."""
+    bracket, so it holds the end as the solver sees it (at this precision), not an extrapolation.
+
+    stable: branch -> the largest leading eigenvalue of its block at the agnostic point over the grid, for the
+    branches towards which the agnostic point is stable at every grid alpha (linearised.stable_on_grid).  No such
+    branch is born in the range, so one that exists there reaches in from outside, through an end of the range:
+    it is solved at the grid's two ends first, and along the whole grid only where one of them is valid.
+    pitchforks: the semantic branch's pitchfork condition (linearised.instability), where known: its interval's ends
+    are solved first, and where the solver settles the end there (_settle_at_pitchfork) the end is that pitchfork,
+    with no bisection of the solver's collapse."""
+    stable = stable or {}
+    pitchforks = pitchforks or {}
 
     grid = sorted(grid)
     points: list = []
@@ -402,12 +447,22 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
     method = f"bisection to {xtol:g} on the validity of the solver's fixed point (collapse of the order parameter " \
              f"or no convergence), from an alpha grid of {len(grid)} points"
     for branch in ("semantic", "positional"):
-        curve = solve_curve(setting, grid, branch, precision, seed=seed)
+        curve = []
+        if branch in stable:
+            # (each end solved as the curve's own first point would be: from the start set)
+            curve = [solve_curve(setting, [a], branch, precision, seed=seed)[0] for a in (grid[0], grid[-1])]
+        if not curve or any(p.valid for p in curve):
+            curve = solve_curve(setting, grid, branch, precision, seed=seed)
         points.extend(curve)
         ok = [p.valid for p in curve]
         if not any(ok):
             reason = f"no valid {branch} fixed point on the grid [{grid[0]:g}, {grid[-1]:g}] (continuation and the " \
                      f"default start)"
+            if branch in stable:
+                reason = f"the agnostic point is stable towards the {branch} branch at every alpha of the grid " \
+                         f"[{grid[0]:g}, {grid[-1]:g}] (leading eigenvalue of its block at most {stable[branch]:.3g}), " \
+                         f"so none is born there, and none reaches in through an end of the range (no valid " \
+                         f"{branch} fixed point at alpha = {grid[0]:g} or {grid[-1]:g} from the start set)"
             if branch == "semantic":
                 ends["alpha_sem_appears"] = Critical.missing("alpha_sem_appears", "not in range", reason, method)
             else:
@@ -434,10 +489,17 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
                                              f"{grid[0]:g}, the lower end of the range", method)
             lo = -float("inf")
         else:
-            a_ok, a_bad = bisect_valid(setting, branch, grid[i0], curve[i0], grid[i0 - 1], precision, seed, xtol,
-                                        points, p_prev=curve[i0 + 1] if i0 + 1 <= i1 else None)
-            ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
-            lo = a_ok
+            bracket = (grid[i0], curve[i0], curve[i0 + 1] if i0 + 1 <= i1 else None, grid[i0 - 1])
+            settled = _settle_at_pitchfork(setting, branch, bracket, pitchforks.get(branch), precision, seed,
+                                           points) if branch == "semantic" else None
+            if isinstance(settled, Critical):
+                ends[lo_name], lo = settled, settled.value
+            else:
+                a_ok, p_ok, p_prev, a_bad = settled or bracket
+                a_ok, a_bad = bisect_valid(setting, branch, a_ok, p_ok, a_bad, precision, seed, xtol, points,
+                                           p_prev=p_prev)
+                ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
+                lo = a_ok
         hi = float("inf")
         if branch == "positional":
             if i1 == len(curve) - 1:

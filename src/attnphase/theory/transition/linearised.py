@@ -142,6 +142,26 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     return Instability(Critical(name, v, v - half, v + half, "pitchfork", method), tuple(roots), n_eval)
 
 
+def stable_on_grid(setting: Setting, branch: str, grid: list[float], seed: int = 0) -> tuple[float | None, int]:
+    """Whether the agnostic point is stable towards a branch at every alpha of the grid (where it is, no branch is
+    born from it in the range): the largest leading eigenvalue of the order parameter's block over the grid (first
+    scrambling, ascending alpha, warm-started as in :func:`instability`'s scan), or None as soon as one reaches 1
+    or the agnostic point is not found; and the evaluations made."""
+    pts = mirrored_points(setting, branch, 0, seed)
+    solved: list[tuple[float, Overlaps]] = []
+    largest = -np.inf
+    for a in sorted(grid):
+        try:
+            lam, sym = leading_eigenvalue(setting, a, branch, pts, _predicted(solved, a))
+        except Inadmissible:
+            return None, len(solved) + 1
+        solved.append((a, sym))
+        if lam >= 1.0:
+            return None, len(solved)
+        largest = max(largest, lam)
+    return float(largest), len(solved)
+
+
 def theta_points(points: list) -> list[tuple[float, float, float]]:
     """(alpha, theta, its standard error) of the valid fixed points among points: order_squared_intercept's input."""
     return [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan"))) for p in points if p.valid]
@@ -168,6 +188,14 @@ def order_squared_intercept(points: list[tuple[float, float, float]], above: flo
     return float(x0), err
 
 
+def intercept_at(order: list[tuple[float, float, float]], pitch: Critical) -> tuple[float, float] | None:
+    """Where the squared order parameter of the valid points above the pitchfork (order: alpha, value, standard
+    error) extrapolates to zero, and its standard error, where that lies inside the pitchfork's interval widened by
+    3 of those standard errors (a supercritical pitchfork); else None."""
+    ic = order_squared_intercept(order, pitch.lo)
+    return ic if ic is not None and pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1] else None
+
+
 def classify_end(end: Critical, pitch: Critical, side: str,
                  order: list[tuple[float, float, float]] | None = None) -> Critical:
     """The kind of a branch end found where the solver stops finding the branch (``end``, kind unknown), held
@@ -189,15 +217,13 @@ def classify_end(end: Critical, pitch: Critical, side: str,
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
                         (end.reason + "; " if end.reason else "") + f"pitchfork condition: {why}") \
             if end.found else end
-    if end.overlaps(pitch):
+    # Strictly: a bracket ending at an end of the pitchfork's interval comes from a solve there (the solver asked at
+    # the interval's ends first), which puts the solver's end outside the interval, not in it.
+    if end.lo < pitch.hi and pitch.lo < end.hi:
         return Critical(end.name, pitch.value, min(pitch.lo, end.lo), max(pitch.hi, end.hi), "pitchfork",
                         f"{pitch.method}; confirmed by the solver's validity bracket [{end.lo:.4g}, {end.hi:.4g}]")
-    below = end.hi < pitch.lo if side == "lower" else end.lo > pitch.hi
-    # Where theta^2 of the solver's points above the pitchfork extrapolates to zero (None: no extrapolation, or
-    # not inside the pitchfork's interval widened by 3 of its standard errors)
-    ic = order_squared_intercept(order, pitch.lo) if side == "lower" and order else None
-    if ic is not None and not pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1]:
-        ic = None
+    below = end.hi <= pitch.lo if side == "lower" else end.lo >= pitch.hi
+    ic = intercept_at(order, pitch) if side == "lower" and order else None
     if ic is not None and below:
         return Critical(end.name, pitch.value, pitch.lo, pitch.hi, "pitchfork",
                         f"{pitch.method}; the squared order parameter of the solver's points above it "

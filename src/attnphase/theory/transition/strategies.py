@@ -22,7 +22,7 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
-from attnphase.theory.transition.linearised import classify_end, instability, theta_points
+from attnphase.theory.transition.linearised import classify_end, instability, stable_on_grid, theta_points
 from attnphase.theory.transition.records import Critical, Search
 
 
@@ -159,13 +159,21 @@ class SolverEnds:
     unstable: dict[str, list[dict[str, float]]] = {}
 
     def __init__(self, setting: Setting, grid: list[float], precision: str, seed: int, xtol: float) -> None:
-        self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02))
-        # The semantic end held against the pitchfork condition of the linearised map (any setting).
+        # Where the agnostic point is stable in m on the whole grid no positional branch is born in the range (a
+        # branch born outside reaches in through its ends): L = 3 simplex, omega 0.3, eigenvalue at most 0.83.
+        largest, n_stable = stable_on_grid(setting, "positional", grid, seed=seed)
+        # The semantic end held against the pitchfork condition of the linearised map (any setting): the solver
+        # is asked at the condition's interval first, and bisected only where that does not settle the end.
         inst = instability(setting, "semantic", grid, seed=seed, xtol=min(xtol, 0.005))
+        self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02),
+                                stable={} if largest is None else {"positional": largest},
+                                pitchforks={"semantic": inst.critical})
         self.sem_pitchfork = inst.critical
-        self.evaluations = inst.evaluations
+        self.evaluations = inst.evaluations + n_stable
         order = theta_points([p for p in self.ve.points if p.branch == "semantic"])
-        end = classify_end(self.ve.ends["alpha_sem_appears"], inst.critical, "lower", order)
+        end = self.ve.ends["alpha_sem_appears"]
+        if end.kind != "pitchfork":
+            end = classify_end(end, inst.critical, "lower", order)
         self.ve.ends["alpha_sem_appears"] = end
         lo, hi = self.ve.range["semantic"]
         if end.kind == "pitchfork" and end.found and lo < end.value:
