@@ -202,13 +202,28 @@ def test_stable_on_grid_is_the_largest_cold_eigenvalue_or_none_where_one_crosses
     None there."""
     s = Setting(L=3, positions="simplex", omega=0.3)
     grid = [0.3, 0.6, 1.2]
-    largest, n = lin.stable_on_grid(s, "positional", grid)
+    largest, n, first = lin.stable_on_grid(s, "positional", grid)
     pts = lin.mirrored_points(s, "positional", 0, 0)
     cold = [lin.leading_eigenvalue(s, a, "positional", pts)[0] for a in grid]
     assert n == len(grid) and largest is not None and largest < 1.0
-    assert largest == pytest.approx(max(cold), abs=1e-5)
+    assert largest == pytest.approx(max(cold), abs=1e-5) and first == pytest.approx(cold[0], abs=1e-5)
     study = Setting(omega=0.3)
     z = bm.symmetric_points(13, 0, 0, "positional")
     y = lin.agnostic_point(study, 0.3, z)
     assert bm.symmetric_map(study, 0.3, "positional", z, np.array([y.q[0, 0], y.V[0, 0]])).slope > 1.0
-    assert lin.stable_on_grid(study, "positional", [0.3, 1.0]) == (None, 1)
+    largest, n, first = lin.stable_on_grid(study, "positional", [0.3, 1.0])
+    assert largest is None and n == 1 and first > 1.0
+
+
+def test_positional_pitchfork_of_the_general_condition_overlaps_the_adapters() -> None:
+    """Study geometry, omega 0.3: where the agnostic point turns unstable in m, by the general condition (the
+    leading eigenvalue of m's block, brentq per scrambling) and by the L = 2 adapter's Newton on its own slope (an
+    independent code): the intervals overlap, both near alpha 0.058."""
+    from attnphase.theory.transition.ends import branch_end
+
+    s = Setting(omega=0.3)
+    general = lin.instability(s, "positional", [0.05, 0.3, 0.6], xtol=0.005).critical
+    adapter = branch_end(s, "positional", 0.05, 2.0, "fast", follow=False).pitchfork
+    assert general.found and adapter.found and general.kind == "pitchfork"
+    assert general.overlaps(adapter), (general, adapter)
+    assert 0.04 < general.value < 0.08

@@ -593,3 +593,16 @@ def test_semantic_end_settled_at_the_pitchfork_as_the_bisection_classifies_it() 
     assert (got.value, got.lo, got.hi) == pytest.approx((ref.value, ref.lo, ref.hi), abs=1e-12)
     assert full.ends["alpha_sem_appears"].hi < pitch.lo  # the solver's own end lies below the pitchfork
     assert len(quick.points) < len(full.points)
+
+
+def test_positional_appearance_is_located_at_its_pitchfork_off_the_adapter() -> None:
+    """ends='solves' at L = 2 (the general method): the positional branch appears where the agnostic point turns
+    unstable in m; the record is that pitchfork, and it overlaps the adapter's (an independent code: Newton on the
+    L = 2 slope), near alpha 0.058; the positional branch exists above it."""
+    s = Setting(omega=0.3)
+    r = transition(s, ends="solves")
+    appears, pitch = r.critical["alpha_pos_appears"], r.critical["positional_pitchfork"]
+    adapter = branch_end(s, "positional", 0.05, 2.0, "fast", follow=False).pitchfork
+    assert appears.kind == pitch.kind == "pitchfork" and pitch.overlaps(adapter), (appears, pitch, adapter)
+    assert appears.lo <= 0.058 <= appears.hi
+    assert all(p.valid for p in r.curves["positional"] if p.alpha > appears.hi)

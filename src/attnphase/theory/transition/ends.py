@@ -42,7 +42,7 @@ from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition import adapter_map as bm
-from attnphase.theory.transition.linearised import intercept_at, theta_points
+from attnphase.theory.transition.linearised import ORDER_NAME, intercept_at, theta_points
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
 # Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
@@ -56,7 +56,8 @@ PAST = 0.25
 # The record each branch's end fills: the semantic branch's end is where it appears, the positional one's where
 # it vanishes (where it appears is its pitchfork).
 END_NAME = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_vanishes"}
-END_NAME_LOWER = "alpha_sem_appears"  # (validity_ends: the end a branch existing above it has, the semantic one)
+# validity_ends: the end below which a branch does not exist (where it appears, as alpha grows)
+APPEARS = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_appears"}
 
 
 @dataclass
@@ -408,11 +409,12 @@ def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: C
         return None
     a_ok, _, _, a_bad = bracket
     if pitch.lo <= a_bad and a_ok <= pitch.hi:
-        return Critical(END_NAME_LOWER, pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
+        return Critical(APPEARS[branch], pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
                         f"the solver's validity bracket [{a_bad:.4g}, {a_ok:.4g}] lies inside the pitchfork's interval")
-    ic = intercept_at(theta_points([p for p in points if p.branch == branch]), pitch) if a_ok <= pitch.lo else None
+    order = theta_points([p for p in points if p.branch == branch], ORDER_NAME[branch])
+    ic = intercept_at(order, pitch) if a_ok <= pitch.lo else None
     if ic is not None:
-        return Critical(END_NAME_LOWER, pitch.value, pitch.lo, pitch.hi, "pitchfork",
+        return Critical(APPEARS[branch], pitch.value, pitch.lo, pitch.hi, "pitchfork",
                         f"{pitch.method}; the squared order parameter of the solver's points above it extrapolates to "
                         f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
                         f"supercritical: valid points down to alpha = {a_ok:.4g}, below the pitchfork, are the finite "
@@ -434,9 +436,9 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
     branches towards which the agnostic point is stable at every grid alpha (linearised.stable_on_grid).  No such
     branch is born in the range, so one that exists there reaches in from outside, through an end of the range:
     it is solved at the grid's two ends first, and along the whole grid only where one of them is valid.
-    pitchforks: the semantic branch's pitchfork condition (linearised.instability), where known: its interval's ends
-    are solved first, and where the solver settles the end there (_settle_at_pitchfork) the end is that pitchfork,
-    with no bisection of the solver's collapse."""
+    pitchforks: branch -> its pitchfork condition at the agnostic point (linearised.instability), where known: the
+    ends of its interval are solved first for the branch's appearance, and where the solver settles the end there
+    (_settle_at_pitchfork) the end is that pitchfork, with no bisection of the solver's collapse."""
     stable = stable or {}
     pitchforks = pitchforks or {}
 
@@ -482,7 +484,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
             i1 = i0
             while i1 < len(ok) - 1 and ok[i1 + 1]:
                 i1 += 1
-        lo_name = "alpha_sem_appears" if branch == "semantic" else "alpha_pos_appears"
+        lo_name = APPEARS[branch]
         lo = grid[0]
         if i0 == 0:
             ends[lo_name] = Critical.missing(lo_name, "not in range", f"the {branch} branch is valid at alpha = "
@@ -491,7 +493,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
         else:
             bracket = (grid[i0], curve[i0], curve[i0 + 1] if i0 + 1 <= i1 else None, grid[i0 - 1])
             settled = _settle_at_pitchfork(setting, branch, bracket, pitchforks.get(branch), precision, seed,
-                                           points) if branch == "semantic" else None
+                                           points)
             if isinstance(settled, Critical):
                 ends[lo_name], lo = settled, settled.value
             else:

@@ -142,29 +142,37 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     return Instability(Critical(name, v, v - half, v + half, "pitchfork", method), tuple(roots), n_eval)
 
 
-def stable_on_grid(setting: Setting, branch: str, grid: list[float], seed: int = 0) -> tuple[float | None, int]:
+def stable_on_grid(setting: Setting, branch: str, grid: list[float],
+                   seed: int = 0) -> tuple[float | None, int, float]:
     """Whether the agnostic point is stable towards a branch at every alpha of the grid (where it is, no branch is
-    born from it in the range): the largest leading eigenvalue of the order parameter's block over the grid (first
-    scrambling, ascending alpha, warm-started as in :func:`instability`'s scan), or None as soon as one reaches 1
-    or the agnostic point is not found; and the evaluations made."""
+    born from it in the range): (the largest leading eigenvalue of the order parameter's block over the grid, or
+    None as soon as one reaches 1 or the agnostic point is not found; the evaluations made; the eigenvalue at the
+    grid's first alpha, NaN where not found there).  First scrambling, ascending alpha, warm-started as in
+    :func:`instability`'s scan."""
     pts = mirrored_points(setting, branch, 0, seed)
     solved: list[tuple[float, Overlaps]] = []
-    largest = -np.inf
+    largest, first = -np.inf, float("nan")
     for a in sorted(grid):
         try:
             lam, sym = leading_eigenvalue(setting, a, branch, pts, _predicted(solved, a))
         except Inadmissible:
-            return None, len(solved) + 1
+            return None, len(solved) + 1, first
+        if not solved:
+            first = lam
         solved.append((a, sym))
         if lam >= 1.0:
-            return None, len(solved)
+            return None, len(solved), first
         largest = max(largest, lam)
-    return float(largest), len(solved)
+    return float(largest), len(solved), first
 
 
-def theta_points(points: list) -> list[tuple[float, float, float]]:
-    """(alpha, theta, its standard error) of the valid fixed points among points: order_squared_intercept's input."""
-    return [(p.alpha, p.summary()["theta"], p.errors.get("theta", float("nan"))) for p in points if p.valid]
+ORDER_NAME = {"semantic": "theta", "positional": "m"}  # each branch's order parameter, as its points report it
+
+
+def theta_points(points: list, order: str = "theta") -> list[tuple[float, float, float]]:
+    """(alpha, theta, its standard error) of the valid fixed points among points: order_squared_intercept's input.
+    order "m": the positional branch's order parameter (rms m) instead."""
+    return [(p.alpha, p.summary()[order], p.errors.get(order, float("nan"))) for p in points if p.valid]
 
 
 def order_squared_intercept(points: list[tuple[float, float, float]], above: float) -> tuple[float, float] | None:

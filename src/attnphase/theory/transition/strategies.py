@@ -2,8 +2,8 @@
 
 - :class:`AdapterEnds` (the study's geometry, L = 2, r = r* = 1, antipodal): the ends as properties of the
   equations, pitchfork or fold (:mod:`attnphase.theory.transition.ends`: branch_end, merge_end).
-- :class:`SolverEnds` (any setting): the ends where the solver stops finding each branch, bisected on its
-  validity (:func:`attnphase.theory.transition.ends.validity_ends`, kind "unknown").
+- :class:`SolverEnds` (any setting): the pitchfork conditions of the linearised map, and the ends where the solver
+  stops finding each branch (:func:`attnphase.theory.transition.ends.validity_ends`), held against them.
 
 Both answer the same questions for :func:`attnphase.theory.transition.driver.transition`: ``exists(branch, a)``,
 a start for a solve (``path_start``), the semantic end, the fixed points already solved, a second look once the
@@ -22,7 +22,7 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
-from attnphase.theory.transition.linearised import classify_end, instability, stable_on_grid, theta_points
+from attnphase.theory.transition.linearised import ORDER_NAME, classify_end, instability, stable_on_grid, theta_points
 from attnphase.theory.transition.records import Critical, Search
 
 
@@ -153,32 +153,51 @@ class AdapterEnds:
 
 
 class SolverEnds:
-    """Any setting: each end bracketed on the solver's validity along the grid, then bisected; the semantic end
-    classified against the pitchfork condition of the linearised map (transition.linearised)."""
+    """Any setting: the linearised map first (transition.linearised): whether the agnostic point turns unstable in m
+    on the grid, where the semantic branch (and the positional one, where it is born in the range) bifurcates from
+    it.  Then each end where the solver stops finding the branch, asked at those pitchforks' intervals first and
+    bisected on its validity where that does not settle it, each appearance classified against its pitchfork."""
 
     unstable: dict[str, list[dict[str, float]]] = {}
 
     def __init__(self, setting: Setting, grid: list[float], precision: str, seed: int, xtol: float) -> None:
         # Where the agnostic point is stable in m on the whole grid no positional branch is born in the range (a
         # branch born outside reaches in through its ends): L = 3 simplex, omega 0.3, eigenvalue at most 0.83.
-        largest, n_stable = stable_on_grid(setting, "positional", grid, seed=seed)
-        # The semantic end held against the pitchfork condition of the linearised map (any setting): the solver
-        # is asked at the condition's interval first, and bisected only where that does not settle the end.
-        inst = instability(setting, "semantic", grid, seed=seed, xtol=min(xtol, 0.005))
+        largest, n_stable, first = stable_on_grid(setting, "positional", grid, seed=seed)
+        # Each branch's appearance held against its pitchfork condition at the agnostic point (the linearised map,
+        # any setting): the solver is asked at the condition's interval first, and bisected only where that does
+        # not settle the end.  The positional one is located where the scan saw the eigenvalue reach 1.
+        kw = dict(seed=seed, xtol=min(xtol, 0.005))
+        pitch = {"semantic": instability(setting, "semantic", grid, **kw)}
+        born = largest is None and first < 1.0  # (unstable from alpha_min on: born below the range)
+        if born:
+            pitch["positional"] = instability(setting, "positional", grid, **kw)
         self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02),
                                 stable={} if largest is None else {"positional": largest},
-                                pitchforks={"semantic": inst.critical})
-        self.sem_pitchfork = inst.critical
-        self.evaluations = inst.evaluations + n_stable
-        order = theta_points([p for p in self.ve.points if p.branch == "semantic"])
-        end = self.ve.ends["alpha_sem_appears"]
-        if end.kind != "pitchfork":
-            end = classify_end(end, inst.critical, "lower", order)
-        self.ve.ends["alpha_sem_appears"] = end
-        lo, hi = self.ve.range["semantic"]
-        if end.kind == "pitchfork" and end.found and lo < end.value:
-            # (the solver's points below a supercritical pitchfork are its imperfection, not the branch)
-            self.ve.range["semantic"] = (end.value, hi)
+                                pitchforks={b: i.critical for b, i in pitch.items()})
+        self.sem_pitchfork = pitch["semantic"].critical
+        if born:
+            self.pos_pitchfork = pitch["positional"].critical
+        elif largest is not None:
+            self.pos_pitchfork = Critical.missing("positional_pitchfork", "not in range", f"the agnostic point is "
+                                                  f"stable in m at every alpha of the grid (leading eigenvalue of m's "
+                                                  f"block at most {largest:.3g})")
+        else:
+            self.pos_pitchfork = Critical.missing("positional_pitchfork", "not in range", f"the agnostic point is "
+                                                  f"unstable in m from alpha = {grid[0]:g} on (leading eigenvalue of "
+                                                  f"m's block {first:.3g} there): born below the range")
+        self.evaluations = n_stable + sum(i.evaluations for i in pitch.values())
+        for branch, end_name, pf in (("semantic", "alpha_sem_appears", self.sem_pitchfork),
+                                     ("positional", "alpha_pos_appears", self.pos_pitchfork)):
+            end = self.ve.ends[end_name]
+            if end.kind != "pitchfork":
+                order = theta_points([p for p in self.ve.points if p.branch == branch], ORDER_NAME[branch])
+                end = classify_end(end, pf, "lower", order)
+            self.ve.ends[end_name] = end
+            lo, hi = self.ve.range[branch]
+            if end.kind == "pitchfork" and end.found and lo < end.value:
+                # (the solver's points below a supercritical pitchfork are its imperfection, not the branch)
+                self.ve.range[branch] = (end.value, hi)
 
     def exists(self, branch: str, a: float) -> bool:
         lo, hi = self.ve.range[branch]
@@ -202,6 +221,5 @@ class SolverEnds:
     def records(self) -> dict[str, Critical]:
         out = dict(self.ve.ends)
         out["semantic_pitchfork"] = self.sem_pitchfork
-        out["positional_pitchfork"] = Critical.missing("positional_pitchfork", "not in range", "not located on this "
-                                                       "path (the positional end is the solver's)")
+        out["positional_pitchfork"] = self.pos_pitchfork
         return out
