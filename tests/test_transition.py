@@ -446,16 +446,23 @@ def test_solve_curves_is_solve_curve_per_branch() -> None:
         solve_curves(s, [1.5], ("nope",))
 
 
+def _m_eigenvalue(s: Setting, alpha: float, seed: int = 0) -> float:
+    """The agnostic point's leading eigenvalue in m by the general linearised map (not the adapter's code)."""
+    from attnphase.theory.transition import linearised as lin
+
+    return lin.leading_eigenvalue(s, alpha, "positional", lin.mirrored_points(s, "positional", 0, seed))[0]
+
+
 def test_positional_slope_guards_the_not_in_range_claim():
     """At small omega the agnostic point turns stable again in m at large alpha (the positional branch can merge
     back into it): the slope, checked against a finite difference of the raw map, is below 1 at omega = 0.05 and
     above 1 at omega = 0.3 (alpha = 2), so only the latter may report 'not in range' for the positional end."""
     from attnphase.theory.transition import adapter_map as bm
-    from attnphase.theory.transition.ends import _agnostic_start, positional_slope
+    from attnphase.theory.transition.ends import _agnostic_start
 
     for omega, below in ((0.05, True), (0.3, False)):
         s = Setting(omega=omega)
-        slope = positional_slope(s, 2.0)
+        slope = _m_eigenvalue(s, 2.0)
         z = bm.symmetric_points(13, 0, 0, "positional")
         y, _ = _agnostic_start(s, 2.0, "positional", z)
         y = np.abs(y)
@@ -471,14 +478,14 @@ def test_positional_merge_at_small_omega_is_a_located_pitchfork():
     """omega = 0.05: the positional branch merges back into the agnostic point where the slope in m falls through
     1; merge_end reports it as a pitchfork whose interval the slope (independently evaluated on other points)
     crosses, with the slope above 1 below it and below 1 above it."""
-    from attnphase.theory.transition.ends import merge_end, positional_slope
+    from attnphase.theory.transition.ends import merge_end
 
     s = Setting(omega=0.05)
     end = merge_end(s, "positional", 0.2, 2.0, "fast")
     c = end.critical
     assert c.kind == "pitchfork" and c.found and 0.9 < c.value < 1.3, c
     assert c.width < 0.1 and len(end.per_scrambling) >= 3
-    assert positional_slope(s, c.lo - 0.05, seed=7) > 1.0 > positional_slope(s, c.hi + 0.05, seed=7)
+    assert _m_eigenvalue(s, c.lo - 0.05, seed=7) > 1.0 > _m_eigenvalue(s, c.hi + 0.05, seed=7)
     # at omega = 0.3 the agnostic point is unstable in m at alpha = 2: no merge claimed
     assert merge_end(Setting(omega=0.3), "positional", 0.2, 2.0, "fast").critical.search == "not in range"
 

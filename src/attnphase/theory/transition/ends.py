@@ -519,17 +519,6 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
     return ValidityEnds(ends, rng, points)
 
 
-def positional_slope(setting: Setting, alpha: float, precision: str = "fast", seed: int = 0) -> float:
-    """d m_new / d m at the agnostic fixed point (> 1: the agnostic point is unstable towards the positional
-    branch).  NaN where the agnostic point cannot be solved."""
-    z = bm.symmetric_points(get_precision(precision).log2_points, 0, seed, "positional")
-    try:
-        y, _ = _agnostic_start(setting, alpha, "positional", z)
-        return float(bm.symmetric_map(setting, alpha, "positional", z, np.abs(y)).slope)
-    except (ValueError, ArithmeticError):
-        return float("nan")
-
-
 def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, float]]:
     """Rows (alpha, q, V, m, theta) of the unstable part (or the whole path) for drawing."""
     rows = end.unstable if part == "unstable" else end.path
@@ -540,5 +529,5 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
 
 
 __all__ = ["EndResult", "Path", "ValidityEnds", "bisect_valid", "branch_end", "merge_end", "path_as_overlaps",
-           "narrow_bracket", "positional_slope", "probe_valid",
+           "narrow_bracket", "probe_valid",
            "validity_ends"]
