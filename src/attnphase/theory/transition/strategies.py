@@ -182,6 +182,9 @@ class SolverEnds:
             self.pos_pitchfork = Critical.missing("positional_pitchfork", "not in range", f"the agnostic point is "
                                                   f"stable in m at every alpha of the grid (leading eigenvalue of m's "
                                                   f"block at most {largest:.3g})")
+        elif math.isnan(first):  # no agnostic point at alpha_min (the positional branch is solved as before)
+            self.pos_pitchfork = Critical.missing("positional_pitchfork", "failed", f"the agnostic point was not "
+                                                  f"found at alpha = {grid[0]:g} on the mirrored points")
         else:
             self.pos_pitchfork = Critical.missing("positional_pitchfork", "not in range", f"the agnostic point is "
                                                   f"unstable in m from alpha = {grid[0]:g} on (leading eigenvalue of "
