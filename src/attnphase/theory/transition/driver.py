@@ -39,7 +39,7 @@ from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import get_precision
 from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
-from attnphase.theory.transition.ends import bisect_valid, narrow_bracket
+from attnphase.theory.transition.ends import bisect_valid, narrow_at_interval
 from attnphase.theory.transition.linearised import classify_end, instability, order_squared_intercept, theta_points
 from attnphase.theory.transition.records import Critical, TransitionResult
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
@@ -313,9 +313,7 @@ def _mixed_end(setting: Setting, cache: dict[tuple[str, float], FixedPoint], gri
         # only where the collapse test gives up (two solves instead of five or six).  From p_ok alone: extrapolated
         # through the valid point above it, a grid step away, the start overshoots (r = 2, alpha 0.612 from 0.759
         # and 0.936: 127 against 64 evaluations).
-        for a in (pitch.hi, pitch.lo):
-            if bracket[3] < a < bracket[0]:
-                bracket = narrow_bracket(setting, MIXED, a, bracket, precision, seed, pts, extrapolate=False)
+        bracket, _ = narrow_at_interval(setting, MIXED, bracket, pitch, precision, seed, pts, extrapolate=False)
     a_ok, p_ok, p_prev, a_bad = bracket
     if not (pitch.found and pitch.lo <= a_bad and a_ok <= pitch.hi):
         a_ok, a_bad = bisect_valid(setting, MIXED, a_ok, p_ok, a_bad, precision, seed, xtol, pts, p_prev=p_prev)

@@ -390,23 +390,31 @@ def narrow_bracket(setting: Setting, branch: str, a: float, bracket: tuple, prec
     return (a, p, p_ok, a_bad) if p.valid else (a_ok, p_ok, p_prev, a)
 
 
+def narrow_at_interval(setting: Setting, branch: str, bracket: tuple, pitch: Critical, precision, seed: int,
+                       points: list, extrapolate: bool = True) -> tuple[tuple, bool]:
+    """The bracket (a_ok, p_ok, p_prev, a_bad) narrowed by solves at the ends of the pitchfork's interval that lie
+    inside it, its top first (narrow_bracket), and whether any was solved."""
+    solved = False
+    for a in (pitch.hi, pitch.lo):
+        if bracket[3] < a < bracket[0]:
+            bracket = narrow_bracket(setting, branch, a, bracket, precision, seed, points, extrapolate=extrapolate)
+            solved = True
+    return bracket, solved
+
+
 def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: Critical | None, precision,
-                         seed: int, points: list) -> Critical | tuple | None:
+                         seed: int, points: list) -> Critical | tuple:
     """The lower end of a branch that exists above it, held against its pitchfork condition before any bisection:
     the solver's fixed point at the ends of the pitchfork's interval that lie inside the grid bracket
     (a_ok, p_ok, p_prev, a_bad).  The pitchfork itself (kind "pitchfork") where the solver's end lies inside its
     interval, or where the branch is valid down to the interval and the squared order parameter of its points
     extrapolates to zero inside it (a supercritical pitchfork; the valid points below it are the finite point set's
-    imperfection: linearised.classify_end); else the narrowed bracket for the bisection (None: nothing solved)."""
+    imperfection: linearised.classify_end); else the (narrowed) bracket for the bisection."""
     if pitch is None or not pitch.found:
-        return None
-    solved = False
-    for a in (pitch.hi, pitch.lo):
-        if bracket[3] < a < bracket[0]:
-            bracket = narrow_bracket(setting, branch, a, bracket, precision, seed, points)
-            solved = True
+        return bracket
+    bracket, solved = narrow_at_interval(setting, branch, bracket, pitch, precision, seed, points)
     if not solved:
-        return None
+        return bracket
     a_ok, _, _, a_bad = bracket
     if pitch.lo <= a_bad and a_ok <= pitch.hi:
         return Critical(APPEARS[branch], pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
@@ -497,7 +505,7 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
             if isinstance(settled, Critical):
                 ends[lo_name], lo = settled, settled.value
             else:
-                a_ok, p_ok, p_prev, a_bad = settled or bracket
+                a_ok, p_ok, p_prev, a_bad = settled
                 a_ok, a_bad = bisect_valid(setting, branch, a_ok, p_ok, a_bad, precision, seed, xtol, points,
                                            p_prev=p_prev)
                 ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
@@ -529,5 +537,5 @@ def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, f
 
 
 __all__ = ["EndResult", "Path", "ValidityEnds", "bisect_valid", "branch_end", "merge_end", "path_as_overlaps",
-           "narrow_bracket", "probe_valid",
+           "narrow_at_interval", "narrow_bracket", "probe_valid",
            "validity_ends"]
