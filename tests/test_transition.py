@@ -564,6 +564,41 @@ def test_transition_record_carries_the_mixed_appearance_only_where_it_exists() -
     assert (d["alpha_mixed_appears"], d["alpha_mixed_appears_lo"], d["alpha_mixed_appears_hi"]) == (0.587, 0.532, 0.593)
 
 
+def test_transition_rows_carry_the_pitchforks_the_ends_were_held_against(monkeypatch, capsys) -> None:
+    """The pitchfork records (and the positional appearance) are in the JSON / CSV row, every field, and in the
+    CLI's table where a row has them; a setting without them gets no such columns."""
+    import json
+
+    from attnphase.cli import main
+    from attnphase.cli import transition as cli_transition
+    from attnphase.theory.transition.records import NAMES, TransitionResult
+
+    crit = {n: Critical.missing(n, "not in range", "none") for n in NAMES}
+    crit["semantic_pitchfork"] = Critical("semantic_pitchfork", 0.248, 0.221, 0.276, "pitchfork", "linearised")
+    crit["positional_pitchfork"] = Critical.missing("positional_pitchfork", "not in range", "stable in m")
+    res = TransitionResult(omega=0.3, critical=crit, test_error_linear=0.002, alpha_range=(0.05, 2.0))
+    d = res.to_dict()
+    assert (d["semantic_pitchfork"], d["semantic_pitchfork_lo"], d["semantic_pitchfork_hi"]) == (0.248, 0.221, 0.276)
+    assert d["semantic_pitchfork_kind"] == "pitchfork" and d["semantic_pitchfork_search"] == "found"
+    assert d["positional_pitchfork"] is None and d["positional_pitchfork_search"] == "not in range"
+    assert d["positional_pitchfork_reason"] == "stable in m" and "alpha_pos_appears" not in d
+    plain = TransitionResult(omega=0.3, critical={n: crit[n] for n in NAMES}, test_error_linear=0.002,
+                             alpha_range=(0.05, 2.0))
+    monkeypatch.setattr(cli_transition, "run_transitions", lambda args, omegas: [res, plain])
+    assert main(["transition", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["semantic_pitchfork"] == 0.248 and "semantic_pitchfork" not in rows[1]
+    assert main(["transition"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split()
+    assert "semantic_pitchfork" in header and "positional_pitchfork" in header and "alpha_pos_appears" not in header
+    monkeypatch.setattr(cli_transition, "run_transitions", lambda args, omegas: [plain, res])
+    assert main(["transition", "--csv"]) == 0  # (a later row's records are columns too)
+    assert "semantic_pitchfork_hi" in capsys.readouterr().out.splitlines()[0].split(",")
+    monkeypatch.setattr(cli_transition, "run_transitions", lambda args, omegas: [plain])
+    assert main(["transition"]) == 0
+    assert "pitchfork" not in capsys.readouterr().out.splitlines()[0]
+
+
 def test_no_positional_branch_where_the_agnostic_point_is_stable_in_m() -> None:
     """L = 3 simplex, omega 0.3: the agnostic point is stable in m on the grid, so the positional branch is solved
     at the range's ends only; neither is valid, so it has no range, and a solve from the start set inside the range

@@ -454,7 +454,8 @@ def emit(records: Sequence[dict[str, Any]], args: argparse.Namespace, columns: I
     """Print records as a table (default), JSON (--json) or CSV (--csv)."""
     stream = stream or sys.stdout
     records = [{k: _clean(v) for k, v in r.items()} for r in records]
-    cols = list(columns) if columns is not None else (list(records[0].keys()) if records else [])
+    # Without columns: every key of every record, in order of appearance (rows may carry different records).
+    cols = list(columns) if columns is not None else list(dict.fromkeys(k for r in records for k in r))
     if getattr(args, "json", False):
         stream.write(json.dumps(records, indent=2) + "\n")
         return

@@ -25,6 +25,9 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alph
            "alpha_l_hi", "alpha_l_search", "test_error_linear", "alpha_sem_appears", "alpha_sem_appears_lo",
            "alpha_sem_appears_hi", "alpha_sem_appears_kind", "alpha_sem_appears_search", "alpha_pos_vanishes",
            "alpha_pos_vanishes_kind", "alpha_pos_vanishes_search", "note"]
+# The table's further columns, shown where a row has the record (JSON and CSV carry every field of every record).
+EXTRA_COLUMNS = ["alpha_pos_appears", "alpha_pos_appears_kind", "semantic_pitchfork", "positional_pitchfork",
+                 "alpha_mixed_appears", "alpha_mixed_appears_kind", "mixed_pitchfork"]
 
 
 def check_transition_options(args: argparse.Namespace, omegas: list[float], announce: bool = True):
@@ -65,7 +68,8 @@ def run_transitions(args: argparse.Namespace, omegas: list[float]):
 def _transition(args: argparse.Namespace) -> int:
     results = run_transitions(args, parse_spec(args.omega, "--omega"))
     records = [r.to_dict() for r in results]
-    emit(records, args, COLUMNS if not (args.json or args.csv) else None)
+    extra = [c for c in EXTRA_COLUMNS if any(c in r for r in records)]
+    emit(records, args, COLUMNS[:-1] + extra + COLUMNS[-1:] if not (args.json or args.csv) else None)
     return 0
 
 

@@ -129,6 +129,10 @@ def spread_halfwidth(values: Sequence[float], confidence: float = 0.99) -> float
 
 
 NAMES = ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes")
+# The other records, where the setting has them: the pitchfork conditions the branch ends were held against, the
+# positional branch's appearance, and for a tied student of rank >= 2 the mixed branch's (where alpha_c can come from).
+EXTRA_NAMES = ("alpha_pos_appears", "semantic_pitchfork", "positional_pitchfork", "alpha_mixed_appears",
+               "mixed_pitchfork")
 
 
 @dataclass
@@ -173,8 +177,9 @@ class TransitionResult:
         d: dict[str, Any] = {"omega": self.omega}
         for name in NAMES:
             d.update(self.critical[name].to_dict(name))
-        if "alpha_mixed_appears" in self.critical:  # (tied students of rank >= 2 only: where alpha_c can come from)
-            d.update(self.critical["alpha_mixed_appears"].to_dict())
+        for name in EXTRA_NAMES:
+            if name in self.critical:
+                d.update(self.critical[name].to_dict(name))
         d["test_error_linear"] = self.test_error_linear
         d["note"] = "; ".join(f"{k}: {v}" for k, v in self.reasons.items())
         return d
