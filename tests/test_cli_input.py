@@ -709,9 +709,10 @@ def test_phase_diagram_note_comes_once_after_the_checks(monkeypatch, capsys):
     from attnphase.cli.transition import check_transition_options
 
     args = build_parser().parse_args(["phase-diagram", "--out", "x"])
-    check_transition_options(args, [0.1 * i for i in range(10)], announce=False)
+    omegas = [0.02 * i for i in range(50)]  # (about 2 minutes of transitions at the study's geometry)
+    check_transition_options(args, omegas, announce=False)
     assert capsys.readouterr().err == ""
-    check_transition_options(args, [0.1 * i for i in range(10)])
+    check_transition_options(args, omegas)
     assert "note:" in capsys.readouterr().err
 
 

@@ -2,9 +2,9 @@
 
 A fixed point integrates over n = 2^log2_points Gaussian points (the precision's) in L (r + r*) dimensions; the
 general proximal step holds several (n, L, L) arrays at once (targets, attention, their derivatives: measured, one
-of them was the 61 GiB allocation of L = 1000).  Its time grows with n and L (a Newton step in L r dimensions per
-point; measured closer to linear in L at these sizes).  The constants are measured on one core; the estimates are
-meant to tell a minute from a day, not to the second.
+of them was the 61 GiB allocation of L = 1000).  Its time grows with n and faster than linearly in L (a Newton step
+in L r dimensions per point, softmaxes over L tokens).  The constants are measured on this project's 2-core machine
+(docs/numerics.md, "What a fixed point costs"); the estimates are meant to tell a minute from a day, not to the second.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ from attnphase.theory.state_evolution.precision import get_precision
 _LL_ARRAYS = 8
 _POINT_ARRAYS = 6
 _BASE_BYTES = 300 * 2**20  # the interpreter, numpy, numba's compiled kernels
-# Seconds per fixed point, one core: the study's geometry (compiled two-token path) by precision, and the general
-# path's constant per (integration point x L x ((r + r*) / 2)^2), measured: L = 8 fast 22 s, L = 20 default 140 s
-# (the later scramblings cost little next to the first: chord steps).
-_STUDY_SECONDS = {"fast": 1.0, "default": 4.0, "high": 40.0}
-_GENERAL_SECONDS = 3e-4
+# Seconds per fixed point, one process: the study's geometry (compiled two-token path) by precision, and the general
+# path's c n L^1.6 ((r + r*) / 2)^2.  Measured per point (mean over a curve, all branches, `theory --json`'s seconds):
+# study fast 0.07-0.1, default 0.2, high 5.6; general fast L = 3: 0.93, L = 4: 2.0, L = 8: 4.2, L = 20: 33, r = 2:
+# 1.07, default L = 3: 3.5, which c = 2.5e-5 meets within a factor 1.5.  (Before: 1 / 4 / 40 s and 3e-4 n L, measured
+# on older code, 5-20x above these: a note of "roughly 2 min" for the study's 13 s curve.)
+_STUDY_SECONDS = {"fast": 0.1, "default": 0.3, "high": 6.0}
+_GENERAL_SECONDS = 2.5e-5
+_GENERAL_L_POWER = 1.6
 # A job estimated above this many seconds gets a note with the estimate before it starts.
 NOTE_SECONDS = 60.0
 # A job estimated above this is refused unless asked for (allow_long; the CLI's --allow-long): a typo such as
@@ -44,10 +47,10 @@ def fixed_point_seconds(setting: Setting, precision: str = "default") -> float:
     """A rough time for one fixed point on one core."""
     prec = get_precision(precision)
     if setting.is_study_geometry and not setting.untied:
-        return _STUDY_SECONDS.get(prec.name, 4.0)
+        return _STUDY_SECONDS.get(prec.name, 0.3)
     n = 2 ** prec.log2_points
     width = (setting.field_rank + setting.r_star) / 2.0
-    return max(_STUDY_SECONDS.get(prec.name, 4.0), _GENERAL_SECONDS * n * setting.L * width**2)
+    return max(_STUDY_SECONDS.get(prec.name, 0.3), _GENERAL_SECONDS * n * setting.L**_GENERAL_L_POWER * width**2)
 
 
 def _duration(seconds: float) -> str:
