@@ -127,3 +127,35 @@ def test_a_start_whose_coarse_solve_reaches_an_earlier_ones_point_shares_its_res
     status = {st.name: st.status for st in fp.starts}
     for name, start in starts.items():
         assert solve(L3, 1.5, "positional", "default", init=start).status == status[name], name
+
+
+W06 = Setting(L=3, positions="simplex", omega=0.6)
+
+
+def test_a_slow_iteration_is_finished_by_newton_and_the_point_is_each_scramblings_fixed_point():
+    """L = 3 simplex, omega 0.6, positional at alpha 0.4045, fast: the damped / Anderson iteration creeps along the
+    ring of near-minima of m (not converged after its 80 steps); Newton's steps from its last iterate with a fresh
+    Jacobian finish it.  Held against the map itself: every scrambling's point is that scrambling's fixed point to
+    the precision's acceptance level."""
+    from attnphase.theory.solvers.fixed_point import relative_residual
+    from attnphase.theory.state_evolution.precision import get_precision, integration_points
+
+    fp = solve(W06, 0.4045, "positional", "fast", multistart=False)
+    assert fp.status == Status.ok, fp
+    prec = get_precision("fast")
+    assert len(fp.hints.replica_x) == fp.n_replicas >= prec.replicas
+    for rep, x in enumerate(fp.hints.replica_x):
+        bm = branch_map(W06, 0.4045, "positional", integration_points(W06, prec, rep, 0))
+        assert relative_residual(x, bm.step(x)[0], bm.layout.scale)[1] <= prec.accept, rep
+
+
+@pytest.mark.slow
+def test_the_point_newton_finished_is_the_default_precisions():
+    """The same point at default precision (other points, the coarse-to-fine path): the same overlaps within their
+    error bars."""
+    fp = solve(W06, 0.4045, "positional", "fast", multistart=False)
+    ref = solve(W06, 0.4045, "positional", "default", multistart=False)
+    assert fp.status == ref.status == Status.ok, (fp, ref)
+    for key in ("q", "m", "V"):
+        tol = 4 * np.hypot(fp.errors[key], ref.errors[key])
+        assert fp.summary()[key] == pytest.approx(ref.summary()[key], abs=tol), key

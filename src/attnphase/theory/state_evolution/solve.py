@@ -522,6 +522,19 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
                            collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
                                                   prec), approx=bm.approximate)
+            if sol.status == Status.not_converged and sol.residual <= FRESH_RETRY_MAX:
+                # The iteration creeps along a slow direction: Newton from its last iterate, with the Jacobian there
+                # (L = 3 simplex, omega 0.6, positional next to its pitchfork at 0.15: m turns slowly along a ring
+                # of near-minima, residual 0.017 after 80 steps while the Jacobian contracts by at most 0.62 there;
+                # chord steps reach the fixed point in 4 evaluations).
+                fresh, n_eval = _fresh_newton_matrix(bm, sol.x)
+                iters += n_eval
+                tried = None if fresh is None else chord(
+                    bm.step, sol.x, tol=prec.tol, matrix=fresh, admissible=bm.admissible, scale=bm.layout.scale,
+                    accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN)
+                if tried is not None and tried.converged:
+                    iters += sol.nit  # (the iteration's; the chord's are added below)
+                    sol, nm, by_chord = tried, fresh, True
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
