@@ -637,6 +637,32 @@ def test_semantic_end_settled_at_the_pitchfork_as_the_bisection_classifies_it() 
     assert len(quick.points) < len(full.points)
 
 
+@pytest.mark.slow
+def test_an_appearance_lost_above_its_pitchfork_is_settled_without_bisecting_the_solvers_reach() -> None:
+    """L = 3 simplex, omega 0.6, fast: the positional branch is born at a pitchfork near 0.151 (the linearised
+    condition), the solver does not converge to it at the interval's top (0.164), and the squared m of its valid
+    points above extrapolates to zero inside the interval.  The record is the one the full bisection and
+    classify_end give (the pitchfork), without the bisection's solves between the interval and the lowest valid
+    point; its interval reaches up to that point, so it holds the bisected one (here the bisection reached a valid
+    point at 0.216: 0.2273 against 0.2162)."""
+    from attnphase.theory.transition.ends import validity_ends
+    from attnphase.theory.transition.linearised import classify_end, theta_points
+
+    s = Setting(L=3, positions="simplex", omega=0.6)
+    grid = [0.05, 0.2273, 0.4045]
+    pitch = Critical("positional_pitchfork", 0.1514, 0.1383, 0.1644, "pitchfork", "linearised")
+    quick = validity_ends(s, grid, "fast", pitchforks={"positional": pitch})
+    full = validity_ends(s, grid, "fast")
+    order = theta_points([p for p in full.points if p.branch == "positional"], "m")
+    ref = classify_end(full.ends["alpha_pos_appears"], pitch, "lower", order)
+    got = quick.ends["alpha_pos_appears"]
+    assert ref.kind == got.kind == "pitchfork", (ref, got)
+    assert (got.value, got.lo) == pytest.approx((ref.value, ref.lo), abs=1e-12)
+    assert ref.hi <= got.hi == pytest.approx(0.2273)
+    assert full.ends["alpha_pos_appears"].lo >= pitch.hi  # the solver's own end lies above the pitchfork
+    assert not any(pitch.hi < p.alpha < 0.2273 for p in quick.points if p.branch == "positional")
+
+
 def test_positional_appearance_is_located_at_its_pitchfork_off_the_adapter() -> None:
     """ends='solves' at L = 2 (the general method): the positional branch appears where the agnostic point turns
     unstable in m; the record is that pitchfork, and it overlaps the adapter's (an independent code: Newton on the

@@ -36,12 +36,13 @@ from attnphase.theory.solvers.continuation import (
     newton,
     refine_fold,
 )
-from attnphase.theory.solvers.fixed_point import Inadmissible
+from attnphase.theory.solvers.fixed_point import Inadmissible, Status
 from attnphase.theory.state_evolution.curves import solve_curve
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition import adapter_map as bm
+from attnphase.theory.transition import linearised
 from attnphase.theory.transition.linearised import ORDER_NAME, intercept_at, theta_points
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
@@ -407,9 +408,10 @@ def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: C
     """The lower end of a branch that exists above it, held against its pitchfork condition before any bisection:
     the solver's fixed point at the ends of the pitchfork's interval that lie inside the grid bracket
     (a_ok, p_ok, p_prev, a_bad).  The pitchfork itself (kind "pitchfork") where the solver's end lies inside its
-    interval, or where the branch is valid down to the interval and the squared order parameter of its points
-    extrapolates to zero inside it (a supercritical pitchfork; the valid points below it are the finite point set's
-    imperfection: linearised.classify_end); else the (narrowed) bracket for the bisection."""
+    interval, or where the squared order parameter of its valid points extrapolates to zero inside it (a
+    supercritical pitchfork: linearised.classify_end), whether the branch is valid down to the interval (the valid
+    points below it are the finite point set's imperfection) or the solver did not converge at its top (the
+    interval then reaches up to the lowest valid point); else the (narrowed) bracket for the bisection."""
     if pitch is None or not pitch.found:
         return bracket
     bracket, solved = narrow_at_interval(setting, branch, bracket, pitch, precision, seed, points)
@@ -428,6 +430,15 @@ def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: C
                         f"supercritical: valid points down to alpha = {a_ok:.4g}, below the pitchfork, are the finite "
                         f"point set's imperfect bifurcation (a small order parameter its broken symmetry sustains), "
                         f"not a subcritical branch")
+    top = next((p for p in reversed(points) if p.branch == branch and p.alpha == a_bad), None)
+    if a_ok > pitch.hi and top is not None and top.status == Status.not_converged \
+            and intercept_at(order, pitch) is not None:
+        # No convergence at the interval's top is no verdict on the branch, and bisecting towards it would solve
+        # more such points (L = 3 simplex, omega 0.6, positional: not converged at 0.164, 0.196 and 0.212, 250 s,
+        # for the same record; the interval's top is the lowest valid point, which a bisection may lower: 0.227 vs
+        # 0.216 on a 3-point grid).  Where the top collapsed, the bisection narrows it (r = 2: 0.662 vs 0.759).
+        end = Critical(APPEARS[branch], 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", "")
+        return linearised.classify_end(end, pitch, "lower", order)
     return bracket
 
 
