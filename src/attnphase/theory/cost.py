@@ -44,7 +44,7 @@ def fixed_point_bytes(setting: Setting, precision: str = "default") -> int:
 
 
 def fixed_point_seconds(setting: Setting, precision: str = "default") -> float:
-    """A rough time for one fixed point on one core."""
+    """A rough time for one fixed point in one process."""
     prec = get_precision(precision)
     if setting.is_study_geometry and not setting.untied:
         return _STUDY_SECONDS.get(prec.name, 0.3)

@@ -246,8 +246,8 @@ def classify_end(end: Critical, pitch: Critical, side: str,
                         f"{pitch.method}; the squared order parameter of the solver's points extrapolates to "
                         f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}; the solver's validity bracket "
                         f"[{end.lo:.4g}, {end.hi:.4g}] lies above it",
-                        "supercritical: the solver stops resolving the small order parameter just above the "
-                        "pitchfork; the interval covers both")
+                        "supercritical: the solver stops resolving (or converging to) the small order parameter "
+                        "just above the pitchfork; the interval covers both")
     if below:
         return Critical(end.name, end.value, end.lo, end.hi, "fold", end.method,
                         f"subcritical: the branch exists beyond the pitchfork at alpha = {pitch.value:.4g} "
