@@ -504,11 +504,10 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                 # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
                 # Not where the chord ended far from any fixed point (the start is not near one at this
                 # resolution: a coarse point the full map does not have, L = 3 positional, residual ~0.7).
-                fresh, n_eval = _fresh_newton_matrix(bm, x)
+                retried, fresh, n_eval = _fresh_chord(bm, x, prec)
                 iters += n_eval
-                if fresh is not None:
-                    tried = chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible,
-                                  scale=bm.layout.scale, accept=prec.accept, cheap=bm.cheap if bm.warmable else None)
+                if retried is not None:
+                    tried = retried
                     if tried.converged:
                         nm = fresh
             # (A failed chord's evaluations are not added to iters: kept as the recorded curves count them.)
@@ -527,11 +526,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                 # (L = 3 simplex, omega 0.6, positional next to its pitchfork at 0.15: m turns slowly along a ring
                 # of near-minima, residual 0.017 after 80 steps while the Jacobian contracts by at most 0.62 there;
                 # chord steps reach the fixed point in 4 evaluations).
-                fresh, n_eval = _fresh_newton_matrix(bm, sol.x)
+                tried, fresh, n_eval = _fresh_chord(bm, sol.x, prec, secant_min=SECANT_MIN)
                 iters += n_eval
-                tried = None if fresh is None else chord(
-                    bm.step, sol.x, tol=prec.tol, matrix=fresh, admissible=bm.admissible, scale=bm.layout.scale,
-                    accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=SECANT_MIN)
                 if tried is not None and tried.converged:
                     iters += sol.nit  # (the iteration's; the chord's are added below)
                     sol, nm, by_chord = tried, fresh, True
@@ -641,6 +637,17 @@ def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> tuple[np.ndarray | Non
     except Inadmissible:
         return None, 0
     return newton_matrix(J), n_eval
+
+
+def _fresh_chord(bm: BranchMap, x: np.ndarray, prec: Precision,
+                 secant_min: float = 0.0) -> tuple[SolverResult | None, np.ndarray | None, int]:
+    """Chord steps from x with the Newton matrix at x (_fresh_newton_matrix): (their result, or None where there is
+    no such matrix; the matrix; the map evaluations its Jacobian spent)."""
+    fresh, n_eval = _fresh_newton_matrix(bm, x)
+    if fresh is None:
+        return None, None, n_eval
+    return chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible, scale=bm.layout.scale,
+                 accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=secant_min), fresh, n_eval
 
 
 def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: SolverHints, alpha: float,

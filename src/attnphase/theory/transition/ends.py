@@ -43,7 +43,7 @@ from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition import adapter_map as bm
 from attnphase.theory.transition import linearised
-from attnphase.theory.transition.linearised import ORDER_NAME, intercept_at, theta_points
+from attnphase.theory.transition.linearised import ORDER_NAME, theta_points
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
 # Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
@@ -421,24 +421,19 @@ def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: C
     if pitch.lo <= a_bad and a_ok <= pitch.hi:
         return Critical(APPEARS[branch], pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
                         f"the solver's validity bracket [{a_bad:.4g}, {a_ok:.4g}] lies inside the pitchfork's interval")
-    order = theta_points([p for p in points if p.branch == branch], ORDER_NAME[branch])
-    ic = intercept_at(order, pitch) if a_ok <= pitch.lo else None
-    if ic is not None:
-        return Critical(APPEARS[branch], pitch.value, pitch.lo, pitch.hi, "pitchfork",
-                        f"{pitch.method}; the squared order parameter of the solver's points above it extrapolates to "
-                        f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
-                        f"supercritical: valid points down to alpha = {a_ok:.4g}, below the pitchfork, are the finite "
-                        f"point set's imperfect bifurcation (a small order parameter its broken symmetry sustains), "
-                        f"not a subcritical branch")
+    # Where the squared order parameter of the valid points heads to zero inside the interval, the pitchfork
+    # (classify_end), if the branch is valid down to the interval, or if the solve at the interval's top did not
+    # converge: no convergence is no verdict on the branch, and bisecting towards it would solve more such points
+    # (L = 3 simplex, omega 0.6, positional: not converged at 0.164, 0.196 and 0.212, 250 s, for the same record;
+    # the interval's top is the lowest valid point, which a bisection may lower: 0.227 vs 0.216 on a 3-point grid).
+    # Where the top collapsed, the bisection narrows it (r = 2: 0.662 vs 0.759).
     top = next((p for p in reversed(points) if p.branch == branch and p.alpha == a_bad), None)
-    if a_ok > pitch.hi and top is not None and top.status == Status.not_converged \
-            and intercept_at(order, pitch) is not None:
-        # No convergence at the interval's top is no verdict on the branch, and bisecting towards it would solve
-        # more such points (L = 3 simplex, omega 0.6, positional: not converged at 0.164, 0.196 and 0.212, 250 s,
-        # for the same record; the interval's top is the lowest valid point, which a bisection may lower: 0.227 vs
-        # 0.216 on a 3-point grid).  Where the top collapsed, the bisection narrows it (r = 2: 0.662 vs 0.759).
-        end = Critical(APPEARS[branch], 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", "")
-        return linearised.classify_end(end, pitch, "lower", order)
+    if a_ok <= pitch.lo or (a_ok > pitch.hi and top is not None and top.status == Status.not_converged):
+        order = theta_points([p for p in points if p.branch == branch], ORDER_NAME[branch])
+        end = linearised.classify_end(Critical(APPEARS[branch], 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", ""),
+                                      pitch, "lower", order)
+        if end.kind == "pitchfork":
+            return end
     return bracket
 
 
