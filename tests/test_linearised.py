@@ -202,7 +202,8 @@ def test_stable_on_grid_is_the_largest_cold_eigenvalue_or_none_where_one_crosses
     None there."""
     s = Setting(L=3, positions="simplex", omega=0.3)
     grid = [0.3, 0.6, 1.2]
-    largest, n, first = lin.stable_on_grid(s, "positional", grid)
+    scan = lin.stable_on_grid(s, "positional", grid)
+    largest, n, first = scan.largest, scan.evaluations, scan.first
     pts = lin.mirrored_points(s, "positional", 0, 0)
     cold = [lin.leading_eigenvalue(s, a, "positional", pts)[0] for a in grid]
     assert n == len(grid) and largest is not None and largest < 1.0
@@ -211,8 +212,26 @@ def test_stable_on_grid_is_the_largest_cold_eigenvalue_or_none_where_one_crosses
     z = bm.symmetric_points(13, 0, 0, "positional")
     y = lin.agnostic_point(study, 0.3, z)
     assert bm.symmetric_map(study, 0.3, "positional", z, np.array([y.q[0, 0], y.V[0, 0]])).slope > 1.0
-    largest, n, first = lin.stable_on_grid(study, "positional", [0.3, 1.0])
+    scan = lin.stable_on_grid(study, "positional", [0.3, 1.0])
+    largest, n, first = scan.largest, scan.evaluations, scan.first
     assert largest is None and n == 1 and first > 1.0
+
+
+def test_instability_takes_the_stability_scan_and_finds_the_same_pitchfork() -> None:
+    """Study, omega 0.3: the positional pitchfork (~0.058) lies between the grid's first two alphas, so
+    stable_on_grid's scan crosses 1 at the second.  instability given that scan returns the same record and
+    per-scrambling roots as solving its own scan, with the scan's two evaluations fewer; a scan of another grid is
+    not taken."""
+    s = Setting(omega=0.3)
+    grid = [0.05, 0.3, 0.6]
+    scan = lin.stable_on_grid(s, "positional", grid)
+    assert scan.crossed and scan.largest is None and scan.first < 1.0 and scan.evaluations == 2
+    own = lin.instability(s, "positional", grid, xtol=0.005)
+    shared = lin.instability(s, "positional", grid, xtol=0.005, scan=scan)
+    assert shared.critical == own.critical and shared.per_scrambling == own.per_scrambling
+    assert shared.evaluations == own.evaluations - scan.evaluations
+    other = lin.instability(s, "positional", [0.05, 0.3, 0.7], xtol=0.005, scan=scan)
+    assert other.evaluations == own.evaluations
 
 
 def test_positional_pitchfork_of_the_general_condition_overlaps_the_adapters() -> None:

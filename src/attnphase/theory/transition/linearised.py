@@ -78,13 +78,15 @@ def _predicted(solved: list[tuple[float, Overlaps]], a: float) -> Overlaps | Non
 
 def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0, xtol: float = 1e-3,
                 name: str | None = None, base: str = "agnostic",
-                known: Sequence[tuple[float, Overlaps]] = ()) -> Instability:
+                known: Sequence[tuple[float, Overlaps]] = (), scan: GridScan | None = None) -> Instability:
     """The pitchfork condition (leading eigenvalue of J = 1) on the alpha grid, per scrambling: the first scrambling
     scans the grid upward to the first sign change and refines it by brentq; the others are bracketed near its
     root (they differ by the integration error).  value: the mean, interval: a 99% Student-t half-width of the
     spread plus xtol; 'not in range' where the eigenvalue does not cross 1 on the grid.  base: the fixed point
     linearised at (leading_eigenvalue); known: (alpha, overlaps) of that branch solved elsewhere, warm starts for
-    its point on the mirrored points (the positional point needs one: its default start may find another)."""
+    its point on the mirrored points (the positional point needs one: its default start may find another).
+    scan: :func:`stable_on_grid`'s scan of this branch, grid and seed, where it saw the eigenvalue reach 1: the first
+    scrambling's scan is that one (the same points, warm starts and order: the same numbers, not solved again)."""
     name = name or f"{branch}_pitchfork"
     method = (f"leading eigenvalue of the order parameter's block of the linearised map at the {base} point = 1 "
               f"(likelihood-ratio identity, mirrored Sobol points, {SCRAMBLINGS} x 2^{LOG2_POINTS + 1}), brentq to "
@@ -94,10 +96,16 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     roots: list[float] = []
     n_eval = 0
     solved: list[tuple[float, Overlaps]] = list(known)  # (alpha, base point): the warm starts
+    reuse = scan is not None and scan.crossed and (scan.branch, scan.seed, scan.grid) == (branch, seed, tuple(grid)) \
+        and base == "agnostic" and not known
     for rep in range(SCRAMBLINGS):
         pts = mirrored_points(setting, branch, rep, seed)
 
         seen: dict[float, float] = {}  # brentq evaluates the bracket's ends again: 6 of 20 evaluations at L = 3
+        if rep == 0 and reuse:
+            for a, lam, sym in scan.solved:
+                seen[a] = lam - 1.0
+                solved.append((a, sym))
 
         def f(a: float, pts=pts, seen=seen) -> float:
             nonlocal n_eval
@@ -142,28 +150,54 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     return Instability(Critical(name, v, v - half, v + half, "pitchfork", method), tuple(roots), n_eval)
 
 
-def stable_on_grid(setting: Setting, branch: str, grid: list[float],
-                   seed: int = 0) -> tuple[float | None, int, float]:
+@dataclass(frozen=True)
+class GridScan:
+    """stable_on_grid's scan: the first scrambling's leading eigenvalue of a branch's order block at the agnostic point,
+    upward over the grid, up to the first alpha where it reaches 1 or the point is not found (or the grid's end)."""
+
+    branch: str
+    seed: int
+    grid: tuple[float, ...]
+    solved: tuple[tuple[float, float, Overlaps], ...]  # (alpha, leading eigenvalue, agnostic point), in scan order
+    crossed: bool  # the last eigenvalue solved reached 1
+    evaluations: int  # (a point not found counts)
+
+    @property
+    def largest(self) -> float | None:
+        """The largest eigenvalue over the whole grid, None where one reaches 1 or the point is not found."""
+        if self.crossed or len(self.solved) < len(self.grid):
+            return None
+        return float(max(lam for _, lam, _ in self.solved))
+
+    @property
+    def first(self) -> float:
+        """The eigenvalue at the grid's first alpha (NaN where the point was not found there)."""
+        return self.solved[0][1] if self.solved else float("nan")
+
+
+def stable_on_grid(setting: Setting, branch: str, grid: list[float], seed: int = 0) -> GridScan:
     """Whether the agnostic point is stable towards a branch at every alpha of the grid (where it is, no branch is
-    born from it in the range): (the largest leading eigenvalue of the order parameter's block over the grid, or
-    None as soon as one reaches 1 or the agnostic point is not found; the evaluations made; the eigenvalue at the
-    grid's first alpha, NaN where not found there).  First scrambling, ascending alpha, warm-started as in
-    :func:`instability`'s scan."""
+    born from it in the range): GridScan.largest (the largest leading eigenvalue of the order parameter's block over
+    the grid, or None as soon as one reaches 1 or the agnostic point is not found), .first (the eigenvalue at the
+    grid's first alpha).  First scrambling, ascending alpha, warm-started as in :func:`instability`'s scan, which
+    takes this one (``scan=``) instead of solving it again."""
     pts = mirrored_points(setting, branch, 0, seed)
     solved: list[tuple[float, Overlaps]] = []
-    largest, first = -np.inf, float("nan")
-    for a in sorted(grid):
+    out: list[tuple[float, float, Overlaps]] = []
+    grid = sorted(grid)
+    crossed, n_eval = False, 0
+    for a in grid:
+        n_eval += 1
         try:
             lam, sym = leading_eigenvalue(setting, a, branch, pts, _predicted(solved, a))
         except Inadmissible:
-            return None, len(solved) + 1, first
-        if not solved:
-            first = lam
+            break
         solved.append((a, sym))
+        out.append((a, lam, sym))
         if lam >= 1.0:
-            return None, len(solved), first
-        largest = max(largest, lam)
-    return float(largest), len(solved), first
+            crossed = True
+            break
+    return GridScan(branch, seed, tuple(grid), tuple(out), crossed, n_eval)
 
 
 ORDER_NAME = {"semantic": "theta", "positional": "m"}  # each branch's order parameter, as its points report it

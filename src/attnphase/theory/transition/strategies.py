@@ -163,7 +163,8 @@ class SolverEnds:
     def __init__(self, setting: Setting, grid: list[float], precision: str, seed: int, xtol: float) -> None:
         # Where the agnostic point is stable in m on the whole grid no positional branch is born in the range (a
         # branch born outside reaches in through its ends): L = 3 simplex, omega 0.3, eigenvalue at most 0.83.
-        largest, n_stable, first = stable_on_grid(setting, "positional", grid, seed=seed)
+        scan = stable_on_grid(setting, "positional", grid, seed=seed)
+        largest, first = scan.largest, scan.first
         # Each branch's appearance held against its pitchfork condition at the agnostic point (the linearised map,
         # any setting): the solver is asked at the condition's interval first, and bisected only where that does
         # not settle the end.  The positional one is located where the scan saw the eigenvalue reach 1.
@@ -171,7 +172,7 @@ class SolverEnds:
         pitch = {"semantic": instability(setting, "semantic", grid, **kw)}
         born = largest is None and first < 1.0  # (unstable from alpha_min on: born below the range)
         if born:
-            pitch["positional"] = instability(setting, "positional", grid, **kw)
+            pitch["positional"] = instability(setting, "positional", grid, scan=scan, **kw)
         self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02),
                                 stable={} if largest is None else {"positional": largest},
                                 pitchforks={b: i.critical for b, i in pitch.items()})
@@ -189,7 +190,7 @@ class SolverEnds:
             self.pos_pitchfork = Critical.missing("positional_pitchfork", "not in range", f"the agnostic point is "
                                                   f"unstable in m from alpha = {grid[0]:g} on (leading eigenvalue of "
                                                   f"m's block {first:.3g} there): born below the range")
-        self.evaluations = n_stable + sum(i.evaluations for i in pitch.values())
+        self.evaluations = scan.evaluations + sum(i.evaluations for i in pitch.values())
         for branch, end_name, pf in (("semantic", "alpha_sem_appears", self.sem_pitchfork),
                                      ("positional", "alpha_pos_appears", self.pos_pitchfork)):
             end = self.ve.ends[end_name]
