@@ -10,7 +10,7 @@ from scipy.stats import ortho_group
 
 from attnphase import Setting
 from attnphase.theory import FixedPoint, Overlaps, branch_map, global_minimum, solve
-from attnphase.theory.model.overlaps import Branch, Layout, canonical_gauge, rotate
+from attnphase.theory.model.overlaps import Branch, Layout, align_signs, canonical_gauge, rotate
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
 
@@ -100,6 +100,34 @@ def test_canonical_gauge_picks_one_orbit_representative():
         c2 = canonical_gauge(rotate(o, R, Rs))
         for k in ("q", "m", "V", "theta"):
             np.testing.assert_allclose(getattr(c2, k), getattr(c, k), atol=1e-12)
+
+
+def test_align_signs_makes_near_tied_representatives_comparable():
+    """L = 3 simplex (m sums to zero): two scramblings' positional points a few percent apart whose largest entries
+    of m are nearly tied with opposite signs.  canonical_gauge picks opposite signs for them (their mean would be
+    half their size); align_signs flips the second to the first's way, by the exact symmetry Q -> -Q (every
+    invariant unchanged), and leaves a representative that already points that way, and an untied one, as it is."""
+    a = Overlaps(q=0.055, m=np.array([[0.2277], [0.0519], [-0.2796]]), V=22.7, theta=0.0)
+    b = Overlaps(q=0.0554, m=np.array([[0.2581], [-0.0012], [-0.2569]]), V=22.7, theta=0.0)
+    ca, cb = canonical_gauge(a), canonical_gauge(b)
+    assert float(ca.m[:, 0] @ cb.m[:, 0]) < 0  # the sign rule's choice differs
+    fixed = align_signs(cb, ca)
+    assert float(ca.m[:, 0] @ fixed.m[:, 0]) > 0
+    np.testing.assert_array_equal(fixed.m, -cb.m)
+    for k in ("q", "V", "theta"):
+        np.testing.assert_array_equal(np.abs(getattr(fixed, k)), np.abs(getattr(cb, k)))
+    mean = 0.5 * (ca.m + fixed.m)
+    assert np.sqrt(np.mean(mean**2)) > 0.95 * np.sqrt(np.mean(ca.m**2))  # not averaged away
+    assert align_signs(ca, ca) is ca
+    # r = 2: only the column that points away is flipped.
+    o = Overlaps(q=[[0.3, 0.05], [0.05, 0.1]], m=[[0.2, 0.1], [-0.2, 0.3]], V=[[10.0, 1.0], [1.0, 12.0]],
+                 theta=[[0.4], [0.05]])
+    flipped = rotate(o, np.diag([1.0, -1.0]))
+    back = align_signs(flipped, o)
+    for k in ("q", "m", "V", "theta"):
+        np.testing.assert_allclose(getattr(back, k), getattr(o, k), atol=1e-15)
+    u = Overlaps(q=np.eye(2) * 0.1, m=np.ones((2, 2)), V=np.eye(2), theta=np.ones((2, 1)), untied=True)
+    assert align_signs(u, rotate(u, -np.eye(2))) is u
 
 
 def test_map_is_equivariant_under_student_rotations():

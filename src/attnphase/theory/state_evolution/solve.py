@@ -25,6 +25,7 @@ from attnphase.theory.model.overlaps import (
     HatOverlaps,
     Layout,
     Overlaps,
+    align_signs,
     as_branch,
     canonical_gauge,
     lift_to_untied,
@@ -555,7 +556,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         except Inadmissible as exc:
             status, message = Status.inadmissible, str(exc)
             break
-        overlaps_reps.append(canonical_gauge(o))
+        # (each scrambling's representative pointing the first one's way: their mean is then that of one solution)
+        overlaps_reps.append(align_signs(canonical_gauge(o), overlaps_reps[0]) if overlaps_reps else canonical_gauge(o))
         hats_reps.append(sol.aux.hats)
         energies.append(energy)
         summ.append(summaries(overlaps_reps[-1]))
