@@ -252,6 +252,21 @@ def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch,
     assert seen == [(2, "free", None), (1, "positional", None), (1, "positional", False)]
 
 
+def test_theory_in_worker_processes_gives_the_in_process_numbers(capsys):
+    """Several curves, --quiet (no bar, so no ticks' queue) in two worker processes against one process: the same
+    rows, every number but the seconds (the workers run one numba/BLAS thread each, the in-process run more)."""
+    import json
+
+    argv = ["theory", "--alpha", "0.5:1:2", "--branch", "positional,agnostic", "--precision", "fast", "--json",
+            "--quiet"]
+    rows = []
+    for workers in ("2", "1"):
+        assert main(argv + ["--workers", workers]) == 0
+        rows.append(json.loads(capsys.readouterr().out))
+    strip = [[{k: v for k, v in r.items() if "seconds" not in k} for r in rs] for rs in rows]
+    assert len(strip[0]) == 4 and strip[0] == strip[1]
+
+
 # -- issue 20: the adversarial pass ---------------------------------------------------------------------------
 
 def _no_theory(monkeypatch) -> None:

@@ -126,8 +126,15 @@ def test_align_signs_makes_near_tied_representatives_comparable():
     back = align_signs(flipped, o)
     for k in ("q", "m", "V", "theta"):
         np.testing.assert_allclose(getattr(back, k), getattr(o, k), atol=1e-15)
-    u = Overlaps(q=np.eye(2) * 0.1, m=np.ones((2, 2)), V=np.eye(2), theta=np.ones((2, 1)), untied=True)
-    assert align_signs(u, rotate(u, -np.eye(2))) is u
+    # Untied: the query's and the key's column flip together (the joint flip, the untied student's symmetry).
+    u = Overlaps(q=[[0.1, 0.05], [0.05, 0.12]], m=[[0.3, 0.2], [-0.3, -0.1], [0.0, -0.1]], V=np.eye(2),
+                 theta=np.zeros((2, 1)), untied=True)
+    back = align_signs(rotate(u, -np.eye(2)), u)
+    for k in ("q", "m", "V", "theta"):
+        np.testing.assert_allclose(getattr(back, k), getattr(u, k), atol=1e-15)
+    assert back.untied and align_signs(u, u) is u
+    with pytest.raises(ValueError, match="same shape"):
+        align_signs(u, o)
 
 
 def test_map_is_equivariant_under_student_rotations():

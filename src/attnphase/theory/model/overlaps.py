@@ -362,22 +362,31 @@ def canonical_gauge(o: Overlaps, untied: bool | None = None) -> Overlaps:
 
 
 def align_signs(o: Overlaps, ref: Overlaps) -> Overlaps:
-    """o with each student direction's sign (Q's column j -> -Q's column j, an exact symmetry of a tied student)
-    flipped where its column of [theta^T; m] points away from ref's: the representatives of several solutions of one
-    orbit made comparable before they are averaged.  canonical_gauge's sign rule (the largest entry positive) is
-    ill-conditioned where two entries of opposite sign are nearly as large (L = 3 simplex: m sums to zero, and on the
-    ring of positional points at omega 0.6 the scramblings' m came out with opposite signs, averaged to half their
-    size).  Only columns that carry an order parameter in both (norm above 1% of sqrt(q_jj), the collapse threshold's
-    scale); unchanged where every such column already points ref's way, and for an untied student."""
-    if o.untied or ref.untied:
-        return o
-    Z, Zr = np.vstack([o.theta.T, o.m]), np.vstack([ref.theta.T, ref.m])
-    carries = (np.linalg.norm(Z, axis=0) > 1e-2 * np.sqrt(np.abs(np.diag(o.q)))) & (
-        np.linalg.norm(Zr, axis=0) > 1e-2 * np.sqrt(np.abs(np.diag(ref.q))))
+    """o with each student direction's sign flipped (Q's column j -> -Q's column j, an exact symmetry; untied: the
+    query's and the key's column j together) where its order parameter ([theta^T; m] in that column, untied: both
+    halves') points away from ref's: the representatives of several solutions of one orbit made comparable before
+    they are averaged.  canonical_gauge's sign rule (the largest entry positive) is ill-conditioned where two entries
+    of opposite sign are nearly as large (L = 3 simplex: m sums to zero, and on the ring of positional points at
+    omega 0.6 the scramblings' m came out with opposite signs, averaged to half their size).  Only directions that
+    carry an order parameter in both (norm above 1% of sqrt(q_jj), the collapse threshold's scale); unchanged where
+    every such direction already points ref's way."""
+    if o.untied != ref.untied or o.q.shape != ref.q.shape:
+        raise InputError("align_signs needs two representatives of the same shape (tied or untied alike)")
+
+    def order(x: Overlaps) -> tuple[np.ndarray, np.ndarray]:
+        Z, d = np.vstack([x.theta.T, x.m]), np.diag(x.q)
+        if not x.untied:
+            return Z, d
+        r = x.q.shape[0] // 2
+        return np.vstack([Z[:, :r], Z[:, r:]]), d[:r] + d[r:]
+
+    (Z, d), (Zr, dr) = order(o), order(ref)
+    carries = (np.linalg.norm(Z, axis=0) > 1e-2 * np.sqrt(np.abs(d))) & (
+        np.linalg.norm(Zr, axis=0) > 1e-2 * np.sqrt(np.abs(dr)))
     s = np.where(carries & (np.einsum("ij,ij->j", Z, Zr) < 0), -1.0, 1.0)
     if np.all(s > 0):
         return o
-    return rotate(o, np.diag(s))
+    return rotate(o, np.diag(np.concatenate([s, s]) if o.untied else s))
 
 
 def lift_to_untied(o: Overlaps, corr: float = 0.9) -> Overlaps:
