@@ -374,6 +374,8 @@ def test_study_positions_are_bit_for_bit_the_antipodal_pair():
 @pytest.mark.parametrize("setting", [Setting(L=3), Setting(r=2), Setting(r_star=2), Setting(L=4, positions="orthogonal")])
 def test_general_measurements_against_direct_computation(setting):
     from attnphase.experiments.simulation.experiment import measure
+    from attnphase.theory.model.overlaps import Overlaps
+    from attnphase.theory.state_evolution.results import summaries
 
     d = 30
     res = simulate(setting, d, 1.0, init="random", optimizer="gd", steps=20, seed=2, n_test=40, device="cpu")
@@ -386,7 +388,10 @@ def test_general_measurements_against_direct_computation(setting):
     rec = res.to_dict()
     np.testing.assert_allclose(np.atleast_2d(rec["q"]) if setting.r > 1 else rec["q"], q.numpy().squeeze(), rtol=1e-12)
     np.testing.assert_allclose(np.array(rec["m"]).reshape(m.shape), m.numpy(), rtol=1e-10, atol=1e-14)
-    assert rec["m_norm"] == pytest.approx(float(torch.linalg.norm(m)), rel=1e-10)
+    # m_norm: the theory's summary (root mean square over tokens), the same key with the same meaning in both
+    assert rec["m_norm"] == pytest.approx(float(torch.linalg.norm(m)) / math.sqrt(setting.L), rel=1e-10)
+    assert rec["m_norm"] == pytest.approx(summaries(Overlaps(q=q.numpy(), m=m.numpy(), V=np.eye(setting.r),
+                                                             theta=theta.numpy()))["m"], rel=1e-10)
     np.testing.assert_allclose(rec["theta_sv"], np.linalg.svd(theta.numpy(), compute_uv=False), rtol=1e-10)
     assert measure(Q, pb)["m_norm"] == pytest.approx(rec["m_norm"])
     # the test error is the direct mean over fresh samples of ||y - yhat||^2 / (2d)

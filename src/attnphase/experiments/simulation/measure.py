@@ -26,8 +26,9 @@ class Overlaps:
 
     @property
     def m_norm(self) -> float:
-        """Frobenius norm of m (a scalar summary for plots)."""
-        return float(np.linalg.norm(self.m))
+        """Root mean square over tokens of |m_l|, ||m||_F / sqrt(L): the theory's m_norm (its summary m, the study's
+        |m_1|), so that the two commands' records compare key by key (before: the Frobenius norm, sqrt(L) times it)."""
+        return float(np.linalg.norm(self.m) / np.sqrt(np.atleast_2d(self.m).shape[0]))
 
     @property
     def theta_sv(self) -> list[float]:
