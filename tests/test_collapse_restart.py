@@ -7,6 +7,7 @@ import pytest
 
 from attnphase import Setting
 from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.branch_map import branch_map
@@ -174,3 +175,6 @@ def test_scramblings_on_the_ring_are_averaged_as_one_solution():
     sizes = [summaries(bm.unpack(np.asarray(x)))["m"] for x in fp.hints.replica_x]
     assert fp.status == Status.ok and len(sizes) >= 4 and min(sizes) > 0.15
     assert summaries(fp.overlaps)["m"] == pytest.approx(np.mean(sizes), rel=0.03)
+    # the reported conjugates are the reported overlaps' (the prior side maps one to the other: m = G mhat K)
+    back = update_overlaps(s, fp.hats)
+    np.testing.assert_allclose(back.m, fp.overlaps.m, atol=0.01)

@@ -10,7 +10,7 @@ from scipy.stats import ortho_group
 
 from attnphase import Setting
 from attnphase.theory import FixedPoint, Overlaps, branch_map, global_minimum, solve
-from attnphase.theory.model.overlaps import Branch, Layout, align_signs, canonical_gauge, rotate
+from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, align_signs, canonical_gauge, rotate, rotate_hats
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
 
@@ -135,6 +135,24 @@ def test_align_signs_makes_near_tied_representatives_comparable():
     assert back.untied and align_signs(u, u) is u
     with pytest.raises(ValueError, match="same shape"):
         align_signs(u, o)
+
+
+def test_rotated_conjugates_map_to_the_rotated_overlaps():
+    """The prior side is equivariant: update_overlaps(rotate_hats(h, R, R*)) = rotate(update_overlaps(h), R, R*) for
+    exact symmetries R, R* (r = 2, r* = 2; random conjugates), so the reported hats stay the reported overlaps'."""
+    from attnphase.theory.model.prior import update_overlaps
+
+    s = Setting(L=3, r=2, r_star=2)
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(2, 2))
+    h = HatOverlaps(qhat=0.05 * (a @ a.T), mhat=rng.normal(size=(3, 2)), Vhat=np.diag([0.3, 0.2]) + 0.01 * (a + a.T),
+                    thetahat=rng.normal(size=(2, 2)))
+    for seed in range(3):
+        R, Rs = ortho_group.rvs(2, random_state=seed), ortho_group.rvs(2, random_state=seed + 7)
+        want = rotate(update_overlaps(s, h), R, Rs)
+        got = update_overlaps(s, rotate_hats(h, R, Rs))
+        for k in ("q", "m", "V", "theta"):
+            np.testing.assert_allclose(getattr(got, k), getattr(want, k), atol=1e-12)
 
 
 def test_map_is_equivariant_under_student_rotations():

@@ -348,6 +348,12 @@ def untied_rotation(o: Overlaps) -> tuple[np.ndarray, np.ndarray]:
     return Rf, Rs
 
 
+def gauge_rotation(o: Overlaps) -> tuple[np.ndarray, np.ndarray]:
+    """(R, R*) taking o to canonical_gauge's representative: :func:`canonical_rotation`, or :func:`untied_rotation`
+    for untied overlaps."""
+    return untied_rotation(o) if o.untied else canonical_rotation(o)
+
+
 def canonical_gauge(o: Overlaps, untied: bool | None = None) -> Overlaps:
     """The orbit's representative chosen by :func:`canonical_rotation` (r = r* = 1: the sign flip); for untied
     overlaps (o.untied, or untied=True) by :func:`untied_rotation` (the result is marked untied)."""
@@ -355,21 +361,27 @@ def canonical_gauge(o: Overlaps, untied: bool | None = None) -> Overlaps:
         untied = o.untied
     if untied:
         o = o.as_untied()
-        R, Rs = untied_rotation(o)
-    else:
-        R, Rs = canonical_rotation(o)
-    return rotate(o, R, Rs)
+    return rotate(o, *gauge_rotation(o))
 
 
-def align_signs(o: Overlaps, ref: Overlaps) -> Overlaps:
-    """o with each student direction's sign flipped (Q's column j -> -Q's column j, an exact symmetry; untied: the
-    query's and the key's column j together) where its order parameter ([theta^T; m] in that column, untied: both
-    halves') points away from ref's: the representatives of several solutions of one orbit made comparable before
-    they are averaged.  canonical_gauge's sign rule (the largest entry positive) is ill-conditioned where two entries
-    of opposite sign are nearly as large (L = 3 simplex: m sums to zero, and on the ring of positional points at
-    omega 0.6 the scramblings' m came out with opposite signs, averaged to half their size).  Only directions that
-    carry an order parameter in both (norm above 1% of sqrt(q_jj), the collapse threshold's scale); unchanged where
-    every such direction already points ref's way."""
+def rotate_hats(h: HatOverlaps, R: np.ndarray, R_star: np.ndarray | None = None) -> HatOverlaps:
+    """The conjugates transformed as the overlaps are by :func:`rotate` (qhat, Vhat -> R^T . R, mhat -> mhat R,
+    thetahat -> R^T thetahat R*), so that the prior side maps them to the rotated overlaps."""
+    th = R.T @ h.thetahat
+    if R_star is not None:
+        th = th @ R_star
+    return HatOverlaps(qhat=R.T @ h.qhat @ R, mhat=h.mhat @ R, Vhat=R.T @ h.Vhat @ R, thetahat=th)
+
+
+def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
+    """The signs (one per field direction: the diagonal of an exact symmetry R) that make o point ref's way: each
+    student direction flipped (Q's column j -> -Q's column j; untied: the query's and the key's column j together)
+    where its order parameter ([theta^T; m] in that column, untied: both halves') points away from ref's.  For
+    averaging several solutions of one orbit: canonical_gauge's sign rule (the largest entry positive) is
+    ill-conditioned where two entries of opposite sign are nearly as large (L = 3 simplex: m sums to zero, and on the
+    ring of positional points at omega 0.6 the scramblings' m came out with opposite signs, averaged to half their
+    size).  Only directions that carry an order parameter in both (norm above 1% of sqrt(q_jj), the collapse
+    threshold's scale); all ones where every such direction already points ref's way."""
     if o.untied != ref.untied or o.q.shape != ref.q.shape:
         raise InputError("align_signs needs two representatives of the same shape (tied or untied alike)")
 
@@ -384,9 +396,13 @@ def align_signs(o: Overlaps, ref: Overlaps) -> Overlaps:
     carries = (np.linalg.norm(Z, axis=0) > 1e-2 * np.sqrt(np.abs(d))) & (
         np.linalg.norm(Zr, axis=0) > 1e-2 * np.sqrt(np.abs(dr)))
     s = np.where(carries & (np.einsum("ij,ij->j", Z, Zr) < 0), -1.0, 1.0)
-    if np.all(s > 0):
-        return o
-    return rotate(o, np.diag(np.concatenate([s, s]) if o.untied else s))
+    return np.concatenate([s, s]) if o.untied else s
+
+
+def align_signs(o: Overlaps, ref: Overlaps) -> Overlaps:
+    """o flipped by :func:`aligning_signs` to point ref's way (o itself where nothing is flipped)."""
+    s = aligning_signs(o, ref)
+    return o if np.all(s > 0) else rotate(o, np.diag(s))
 
 
 def lift_to_untied(o: Overlaps, corr: float = 0.9) -> Overlaps:

@@ -25,10 +25,13 @@ from attnphase.theory.model.overlaps import (
     HatOverlaps,
     Layout,
     Overlaps,
-    align_signs,
+    aligning_signs,
     as_branch,
     canonical_gauge,
+    gauge_rotation,
     lift_to_untied,
+    rotate,
+    rotate_hats,
 )
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
@@ -556,9 +559,13 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         except Inadmissible as exc:
             status, message = Status.inadmissible, str(exc)
             break
-        # (each scrambling's representative pointing the first one's way: their mean is then that of one solution)
-        overlaps_reps.append(align_signs(canonical_gauge(o), overlaps_reps[0]) if overlaps_reps else canonical_gauge(o))
-        hats_reps.append(sol.aux.hats)
+        # Each scrambling's representative pointing the first one's way (their mean is then that of one solution),
+        # its conjugates rotated alike (the prior side maps the reported hats to the reported overlaps).
+        R, Rs = gauge_rotation(o)
+        if overlaps_reps:
+            R = R * aligning_signs(rotate(o, R, Rs), overlaps_reps[0])
+        overlaps_reps.append(rotate(o, R, Rs))
+        hats_reps.append(rotate_hats(sol.aux.hats, R, Rs))
         energies.append(energy)
         summ.append(summaries(overlaps_reps[-1]))
         if status != Status.ok:
