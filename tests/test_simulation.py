@@ -338,6 +338,46 @@ def test_cli_compare_json(capsys):
         assert r["seeds"] == 2 and r["n"] == 30
 
 
+def test_cli_compare_general_setting_compares_the_theorys_summaries(capsys):
+    """Off the study's geometry (r = 2: q, m, theta are matrices) compare reports the theory's scalar summaries for
+    the runs too (it raised a TypeError before): m is the mean of simulate's m_norm for the same runs, q of
+    tr(q) / r, theta of the largest singular value (simulate --json, the other command)."""
+    args = ["--d", "20", "--alpha", "1.5", "--seeds", "0:1", "--optimizer", "lbfgs", "--n-test", "50",
+            "--device", "cpu", "--rank", "2", "--json"]
+    assert main(["compare", *args, "--precision", "fast"]) == 0
+    recs = {r["init"]: r for r in json.loads(capsys.readouterr().out)}
+    for init in ("positional", "semantic"):
+        assert main(["simulate", *args, "--init", init]) == 0
+        runs = json.loads(capsys.readouterr().out)
+        assert recs[init]["m"] == pytest.approx(np.mean([r["m_norm"] for r in runs]), rel=1e-12)
+        assert recs[init]["q"] == pytest.approx(np.mean([np.trace(r["q"]) / 2 for r in runs]), rel=1e-12)
+        assert recs[init]["theta"] == pytest.approx(np.mean([r["theta_sv"][0] for r in runs]), rel=1e-12)
+        assert recs[init]["m_theory"] is None or recs[init]["m_theory"] >= 0
+
+
+def test_untied_run_summary_is_the_theorys_untied_summary():
+    """An untied run's summary (r = 2: from each factor's recorded overlaps) against the theory's untied summaries
+    of the overlaps computed from the weights directly."""
+    from attnphase.experiments.simulation import sample_dataset
+    from attnphase.theory.model.overlaps import Overlaps
+    from attnphase.theory.state_evolution.results import summaries
+
+    setting, d = Setting(r=2), 30
+    res = simulate(setting, d, 1.0, init="random", optimizer="gd", steps=5, seed=3, n_test=40, device="cpu",
+                   student="untied")
+    pb = sample_dataset(setting, d, 1.0, seed=3, n_test=40, device="cpu")
+    W = torch.as_tensor(res.Q)
+    Q, K = W[:, :2], W[:, 2:]
+    s2 = setting.sigma**2
+    F = torch.cat([Q, K], dim=1)
+    o = Overlaps(q=(s2 * F.T @ F / d).numpy(), m=(pb.p @ F / math.sqrt(d)).numpy(), V=np.eye(4),
+                 theta=(s2 * F.T @ pb.Q_star / d).numpy(), untied=True)
+    want = summaries(o)
+    got = res.summary()
+    for k in ("q", "m", "theta"):
+        assert got[k] == pytest.approx(want[k], rel=1e-10)
+
+
 def test_cli_compare_bad_alpha_exit_2(capsys):
     assert main(["compare", "--d", "20", "--alpha", "x", "--device", "cpu"]) == 2
     assert "--alpha" in capsys.readouterr().err

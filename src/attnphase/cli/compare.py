@@ -62,8 +62,10 @@ def run_compare(args: argparse.Namespace) -> int:
             rec: dict[str, Any] = {"alpha": alpha, "omega": setting.omega, "init": init, "d": args.d,
                                    "n": runs[0].n, "seeds": len(runs), "optimizer": args.optimizer,
                                    "converged": sum(r.converged for r in runs)}
+            summ = [r.summary() for r in runs]  # (q, m, theta with the theory's definitions)
             for name in (*COMPARED, "test_error_linear"):
-                mean, se = _mean_se([float(getattr(r, name)) for r in runs])
+                mean, se = _mean_se([s[name] if name in s else float(getattr(r, name))
+                                     for r, s in zip(runs, summ, strict=True)])
                 if name == "test_error_linear":
                     theory = te_lin_theory
                 elif name in ("q", "m", "V", "theta"):

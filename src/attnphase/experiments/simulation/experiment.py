@@ -93,6 +93,33 @@ class SimulationResult:
     def converged(self) -> bool:
         return self.status == Status.ok
 
+    def summary(self) -> dict[str, float]:
+        """q, m, theta as scalars with the theory's definitions (FixedPoint.summary: q = tr q / r, m = root mean
+        square over tokens of |m_l|, theta = largest singular value; untied: the theory's untied summaries of the
+        factors' overlaps), so that a run and a fixed point compare quantity by quantity.  The study's geometry
+        records them as scalars already."""
+        if all(isinstance(v, float | int) for v in (self.q, self.m, self.theta)):
+            return {"q": float(self.q), "m": float(self.m), "theta": float(self.theta)}
+        from attnphase.theory.model.overlaps import Overlaps
+        from attnphase.theory.state_evolution.results import summaries
+
+        e = self.extra
+        if self.student == "untied":
+            qQ, qK, qQK = (np.atleast_2d(np.asarray(e[k], dtype=float)) for k in ("q_Q", "q_K", "q_QK"))
+            L = len(np.atleast_1d(np.asarray(e["m_Q"], dtype=float)))
+            mQ, mK = (np.asarray(e[k], dtype=float).reshape(L, -1) for k in ("m_Q", "m_K"))
+            r = mQ.shape[1]
+            tQ, tK = (np.asarray(e[k], dtype=float).reshape(r, -1) for k in ("theta_Q", "theta_K"))
+            o = Overlaps(q=np.block([[qQ, qQK], [qQK.T, qK]]), m=np.hstack([mQ, mK]), V=np.eye(2 * r),
+                         theta=np.vstack([tQ, tK]), untied=True)
+        else:
+            q = np.atleast_2d(np.asarray(self.q, dtype=float))
+            r = q.shape[0]
+            m = np.asarray(self.m, dtype=float).reshape(-1, r)
+            o = Overlaps(q=q, m=m, V=np.eye(r), theta=np.asarray(self.theta, dtype=float).reshape(r, -1))
+        s = summaries(o)
+        return {k: s[k] for k in ("q", "m", "theta")}
+
     def to_dict(self, include_curve: bool = False, include_trajectory: bool = False) -> dict[str, Any]:
         """Plain JSON-serialisable values (non-finite floats become None); Q and B are left out, the
         entries of `extra` become top-level keys, init_scale appears for random starts only."""
