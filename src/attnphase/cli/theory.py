@@ -105,7 +105,7 @@ def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
                     bar.update(done - bar.n)
             return out
         if not progress:
-            # (no bar to tick: no manager process for its queue; the study curve 12.4 -> 11.8 s as a whole process)
+            # (no bar to tick: no manager process for its queue; the study curve 12.5 -> 12.2 s, best of 3)
             from attnphase.parallel import map_tasks
 
             return map_tasks(_curve, [(*t, None) for t in tasks], workers=workers)
