@@ -383,7 +383,7 @@ def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
     size).  Only directions that carry an order parameter in both (norm above 1% of sqrt(q_jj), the collapse
     threshold's scale); all ones where every such direction already points ref's way."""
     if o.untied != ref.untied or o.q.shape != ref.q.shape:
-        raise InputError("align_signs needs two representatives of the same shape (tied or untied alike)")
+        raise InputError("aligning_signs needs two representatives of the same shape (tied or untied alike)")
 
     def order(x: Overlaps) -> tuple[np.ndarray, np.ndarray]:
         Z, d = np.vstack([x.theta.T, x.m]), np.diag(x.q)

@@ -164,8 +164,9 @@ class GridScan:
 
     @property
     def largest(self) -> float | None:
-        """The largest eigenvalue over the whole grid, None where one reaches 1 or the point is not found."""
-        if self.crossed or len(self.solved) < len(self.grid):
+        """The largest eigenvalue over the whole grid, None where one reaches 1 or the point is not found (or the grid
+        is empty)."""
+        if self.crossed or not self.solved or len(self.solved) < len(self.grid):
             return None
         return float(max(lam for _, lam, _ in self.solved))
 
