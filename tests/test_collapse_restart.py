@@ -178,3 +178,21 @@ def test_scramblings_on_the_ring_are_averaged_as_one_solution():
     # the reported conjugates are the reported overlaps' (the prior side maps one to the other: m = G mhat K)
     back = update_overlaps(s, fp.hats)
     np.testing.assert_allclose(back.m, fp.overlaps.m, atol=0.01)
+
+
+@pytest.mark.slow
+def test_no_collapse_verdict_where_the_agnostic_point_is_unstable_in_m():
+    """L = 3 simplex, r = 2, omega 0.3, alpha 1, fast: the agnostic point is unstable towards the positional branch
+    (the leading eigenvalue of its linearised m map on mirrored points is 1.2, an independent computation), so no
+    iterate of the positional branch flows to it.  Before the gauged image kept its input's signs, the default start's
+    iterates flipped sign between steps, Anderson mixed the two signs to m ~ 0 and the point was reported
+    'collapsed' (no positional fixed point) while the other starts sat at rms m ~ 0.11."""
+    from attnphase.theory.state_evolution.symmetric import mirrored_points
+    from attnphase.theory.transition.linearised import leading_eigenvalue
+
+    s = Setting(L=3, positions="simplex", r=2, omega=0.3)
+    lam, _ = leading_eigenvalue(s, 1.0, "positional", mirrored_points(s, "positional", 0, 0))
+    assert lam > 1.1
+    fp = solve(s, 1.0, "positional", "fast")
+    assert fp.status != Status.collapsed
+    assert all(r.status != Status.collapsed for r in fp.starts)

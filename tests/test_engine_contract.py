@@ -176,6 +176,30 @@ def test_map_is_equivariant_under_student_rotations():
         np.testing.assert_allclose(getattr(b, k), getattr(ra, k), rtol=1e-6, atol=1e-9)
 
 
+def test_the_gauged_image_keeps_the_inputs_signs():
+    """In the rotation gauge the map's image keeps each student direction's sign from its input: the same channel
+    output seen from an input with one direction flipped (an exact symmetry) gives the image with that direction
+    flipped, q's and V's off-diagonal entries and that column of m included.  L = 3 simplex, r = 2, positional, at a
+    point whose m columns sum to zero over the tokens (where the canonical sign rule alone is ill-conditioned)."""
+    s = Setting(L=3, r=2, omega=0.3)
+    bm = branch_map(s, 1.0, "positional", gaussian_sobol(10, 9, 2))
+    o = bm.unpack(bm.pack(Overlaps(q=[[0.045, 0.004], [0.004, 0.053]], m=[[0.15, 0.05], [-0.02, -0.08], [-0.13, 0.03]],
+                                   V=[[29.0, 1.5], [1.5, 31.7]], theta=np.zeros((2, 1)))))
+    x = bm.pack(o)
+    out = bm.step(x)[1]
+    plain = bm.unpack(bm.image(out))  # (no input: the canonical representative)
+    for flip in (np.diag([-1.0, 1.0]), np.diag([1.0, -1.0]), -np.eye(2)):
+        xf = bm.pack(rotate(o, flip))
+        got, want = bm.unpack(bm.image(out, xf)), rotate(bm.unpack(bm.image(out, x)), flip)
+        for k in ("q", "m", "V"):
+            np.testing.assert_allclose(getattr(got, k), getattr(want, k), rtol=1e-12, atol=1e-15)
+        # each direction points its input's way (a positive overlap of its m column with the input's)
+        assert np.all(np.einsum("lj,lj->j", got.m, rotate(o, flip).m) > 0)
+    for k in ("q", "m", "V"):  # and the image itself is the canonical one up to those signs
+        np.testing.assert_allclose(np.abs(getattr(bm.unpack(bm.image(out, x)), k)), np.abs(getattr(plain, k)),
+                                   rtol=1e-12, atol=1e-15)
+
+
 def test_branch_map_api():
     s = Setting(L=3)
     z = gaussian_sobol(10, 6, 0)

@@ -10,7 +10,7 @@ import numpy as np
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
-from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, canonical_gauge
+from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, align_signs, as_branch, canonical_gauge
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.prox import choose_kernel
 from attnphase.theory.solvers.fixed_point import jacobian
@@ -91,7 +91,7 @@ class BranchMap:
                 self._anchor, self._minima = x.copy(), out.minima
         if self.warmable:
             self._warm = out.h
-        return self.image(out), out
+        return self.image(out, x), out
 
     def jacobian(self, x: np.ndarray) -> tuple[np.ndarray, int]:
         """The map's Jacobian at x and the exact evaluations spent (1 for the general kernel).
@@ -137,7 +137,7 @@ class BranchMap:
         if self._minima is None:
             return self.step(x)
         out = self._continue(np.asarray(x, dtype=float))
-        return self.image(out), out
+        return self.image(out, x), out
 
     def _continue(self, x: np.ndarray) -> ChannelOutput:
         """The channel output with every point's prox continuing the last full evaluation's minimisers."""
@@ -174,11 +174,18 @@ class BranchMap:
             out[st] = np.maximum(out[st], np.outer(qd, rho).reshape(-1))
         return out
 
-    def image(self, out: ChannelOutput) -> np.ndarray:
-        """The packed overlaps the prior side gives for a channel output (the map's second half)."""
+    def image(self, out: ChannelOutput, x: np.ndarray | None = None) -> np.ndarray:
+        """The packed overlaps the prior side gives for a channel output (the map's second half); in the rotation gauge
+        where the map has one, each student direction's sign kept from the input x where given (see below)."""
         new = update_overlaps(self.setting, out.hats)
         if self.gauge:
             new = canonical_gauge(new, untied=self.setting.untied)
+            if x is not None:
+                # The canonical sign rule (largest entry positive) jumps where two entries of opposite sign nearly tie
+                # (L = 3: m sums to zero); an image flipped against its input let Anderson mix the two signs into a
+                # false collapse (L = 3, r = 2, omega 0.3, alpha 1: "collapsed" where the agnostic point is unstable
+                # in m).  Flipping a direction is an exact symmetry: the image keeps the input's signs.
+                new = align_signs(new, self.layout.unpack(x))
         return self.layout.pack(new)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -192,7 +199,7 @@ class BranchMap:
             return self(x)
         out = update_hatoverlaps(self.setting, self.alpha, self.layout.unpack(x), self.points, self.branch,
                                  kernel=self.kernel, warm=self._warm)
-        return self.image(out)
+        return self.image(out, x)
 
     # -- predicates for the generic solver
     def admissible(self, x: np.ndarray) -> bool:
