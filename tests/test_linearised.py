@@ -195,6 +195,24 @@ def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_itera
     assert np.max(np.abs(a - b) / bm.layout.scale(a)) < 0.01
 
 
+def test_agnostic_point_from_the_solvers_start_set_where_the_default_start_leaves_the_domain() -> None:
+    """r* = 2, omega 0.3, alpha 2: from the default start the agnostic iteration on mirrored points leaves the
+    admissible set (lambda I + sigma^2 Vhat loses definiteness), so the linearised conditions had no value there.  The
+    rest of solve's start set for the agnostic branch (the scaled start) reaches it: q within the integration error of
+    the agnostic point solve() finds on its own points, and a finite leading eigenvalue."""
+    from attnphase.theory.state_evolution.solve import solve
+
+    s = Setting(omega=0.3, r_star=2)
+    pts = lin.mirrored_points(s, "semantic", 0, 0)
+    sym = lin.agnostic_point(s, 2.0, pts)
+    ref = solve(s, 2.0, "agnostic", "fast")
+    assert ref.valid
+    assert np.trace(sym.q) == pytest.approx(np.trace(ref.overlaps.q), rel=0.02)
+    assert np.trace(sym.V) == pytest.approx(np.trace(ref.overlaps.V), rel=0.02)
+    lam, _ = lin.leading_eigenvalue(s, 2.0, "semantic", pts, sym)
+    assert np.isfinite(lam) and 0.5 < lam < 1.5
+
+
 def test_stable_on_grid_is_the_largest_cold_eigenvalue_or_none_where_one_crosses() -> None:
     """L = 3 simplex, omega 0.3: the agnostic point is stable in m on the grid; the largest eigenvalue equals the
     largest of cold solves (the agnostic point from the default start at each alpha) on the same points.  The study

@@ -22,7 +22,7 @@ from attnphase.theory.model.prior import ridge_matrix
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
 from attnphase.theory.state_evolution.branch_map import BranchMap
-from attnphase.theory.state_evolution.starts import default_start
+from attnphase.theory.state_evolution.starts import default_start, named_starts
 
 LOG2_POINTS = 13  # points per scrambling before mirroring (2^14 in all)
 SCRAMBLINGS = 3
@@ -65,6 +65,10 @@ def _base_point(setting: Setting, alpha: float, b: Branch, points: np.ndarray, s
     bm = BranchMap(setting, alpha, b, points)
     d0 = default_start(setting, b)
     tries = ([start] if start is not None else []) + [d0]  # (the default start: inside the map's domain, see there)
+    if b == Branch.agnostic:
+        # Then the rest of solve's start set for the agnostic branch (one fixed point: no choice among several): at
+        # r* = 2, alpha 2 the default start leaves the domain, the scaled one reaches the point (q 0.1826; solve 0.1828).
+        tries += [o for _, o in named_starts(setting, "agnostic", alpha)]
     message = ""
     for o in tries:
         sol = anderson(bm.step, bm.pack(o), tol=tol, max_iter=200, admissible=bm.admissible,
