@@ -43,10 +43,11 @@ AGNOSTIC_ACCEPT = 1e-3  # residual accepted where the agnostic iteration stalls 
 
 def agnostic_point(setting: Setting, alpha: float, points: np.ndarray, start: Overlaps | None = None,
                    tol: float = 1e-7) -> Overlaps:
-    """The agnostic fixed point on these points (damped + Anderson from the default start or ``start``) to the
-    relative residual tol, or, where the iteration stalls at the points' graininess, its best iterate with a residual
-    of at most AGNOSTIC_ACCEPT (r = 2, omega 0.3, alpha 0.597: Anderson stalls at 5.5e-4 on one scrambling, 200 or
-    400 iterations alike; the leading eigenvalue moves by ~1e-3 per 1e-3 of alpha there)."""
+    """The agnostic fixed point on these points (damped + Anderson from ``start`` where given, then from solve's start
+    set for the agnostic branch, the default start first) to the relative residual tol, or, where the iteration stalls
+    at the points' graininess, its best iterate with a residual of at most AGNOSTIC_ACCEPT (r = 2, omega 0.3, alpha
+    0.597: Anderson stalls at 5.5e-4 on one scrambling, 200 or 400 iterations alike; the leading eigenvalue moves by
+    ~1e-3 per 1e-3 of alpha there)."""
     return _base_point(setting, alpha, Branch.agnostic, points, start, tol)
 
 
