@@ -51,7 +51,7 @@ def main() -> None:
             for a in (float(x) for x in args.alphas.split(",")):
                 try:
                     lam = leading_eigenvalue(s, a, branch, pts)[0]
-                except Inadmissible:
+                except (Inadmissible, ArithmeticError):  # (no agnostic point found there: no reference)
                     lam = float("nan")
                 t = time.perf_counter()
                 fp = solve(s, a, branch, args.precision)
