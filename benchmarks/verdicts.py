@@ -6,7 +6,8 @@ A branch whose order parameter (m: positional, theta: semantic) the agnostic poi
 eigenvalue lambda > 1, `transition.linearised.leading_eigenvalue` on mirrored points: an independent computation, no
 iteration) cannot collapse onto that point: no iterate flows to a fixed point that repels it.  Each row: setting,
 branch, alpha, lambda, the solve's status (and its starts'), rms m or theta, evaluations, seconds, and CONTRADICTION
-where the verdict is `collapsed` while lambda > 1 + MARGIN (MARGIN: lambda's integration error on 2^14 points, ~1e-2).
+where the verdict is `collapsed` while lambda > 1 + MARGIN (0.03: about three times lambda's integration error on
+2^14 points).
 A `collapsed` verdict with lambda < 1 and an `ok` one with lambda > 1 are consistent; an `ok` point with lambda < 1 is
 a subcritical branch or the finite point set's imperfect bifurcation next to a pitchfork (not flagged).
 """
