@@ -196,3 +196,22 @@ def test_no_collapse_verdict_where_the_agnostic_point_is_unstable_in_m():
     fp = solve(s, 1.0, "positional", "fast")
     assert fp.status != Status.collapsed
     assert all(r.status != Status.collapsed for r in fp.starts)
+
+
+def test_no_positional_point_beyond_the_branchs_end_from_the_points_asymmetry():
+    """Study shape, omega 0, fast: the positional branch ends at a pitchfork near alpha 0.93.  At alpha 1 the agnostic
+    point is stable in m (the leading eigenvalue of its linearised m map on mirrored points, an independent
+    computation, is 0.91), so there is no positional point near it.  The finite point set is not symmetric under
+    Q -> -Q, so each scrambling has one fixed point with a small m of the points' asymmetry, of either sign.  Pointed
+    one way they were reported as a positional point, m 0.029 +- 0.006; they must not be.  Below the end (0.9, eigenvalue
+    1.03) the branch is still found."""
+    from attnphase.theory.state_evolution.symmetric import mirrored_points
+    from attnphase.theory.transition.linearised import leading_eigenvalue
+
+    s = Setting(omega=0.0)
+    pts = mirrored_points(s, "positional", 0, 0)
+    assert leading_eigenvalue(s, 1.0, "positional", pts)[0] < 0.95
+    assert leading_eigenvalue(s, 0.9, "positional", pts)[0] > 1.0
+    assert not solve(s, 1.0, "positional", "fast").valid
+    below = solve(s, 0.9, "positional", "fast")
+    assert below.valid and summaries(below.overlaps)["m"] > 0.05
