@@ -9,7 +9,11 @@ branch, alpha, lambda, the solve's status (and its starts'), rms m or theta, eva
 where the verdict is `collapsed` while lambda > 1 + MARGIN (0.03: about three times lambda's integration error on
 2^14 points).
 A `collapsed` verdict with lambda < 1 and an `ok` one with lambda > 1 are consistent; an `ok` point with lambda < 1 is
-a subcritical branch or the finite point set's imperfect bifurcation next to a pitchfork (not flagged).
+a subcritical branch or the finite point set's imperfect bifurcation next to a pitchfork (not flagged by lambda).
+Column `signs`: for a point with several scramblings, whether their fixed points as the iteration found them (before
+they are pointed one way for the mean) point the first one's way in every student direction carrying an order
+parameter; SIGNS where an `ok` point's do not (on a branch every scrambling keeps its start's sign; opposite signs
+are the points' asymmetry forcing a small order parameter beyond a branch's end, docs/numerics.md).
 """
 
 from __future__ import annotations
@@ -17,9 +21,13 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 from attnphase import Setting
 from attnphase.cli.common import format_table
+from attnphase.theory.model.overlaps import Layout, as_branch
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status
+from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.state_evolution.solve import solve
 from attnphase.theory.state_evolution.symmetric import mirrored_points
 from attnphase.theory.transition.linearised import leading_eigenvalue
@@ -35,6 +43,25 @@ SETTINGS = {
     "L3r2": dict(L=3, positions="simplex", r=2),
 }
 ORDER = {"positional": "m", "semantic": "theta"}
+
+
+def signs_agree(s: Setting, fp: FixedPoint) -> bool | None:
+    """Whether the scramblings' fixed points (as found: FixedPoint.hints.replica_x) point the first one's way in every
+    student direction that carries an order parameter ([theta^T; m] column above 1% of sqrt(q_jj)); None with fewer
+    than two."""
+    xs = fp.hints.replica_x
+    if len(xs) < 2:
+        return None
+    layout = Layout.for_setting(s, as_branch(fp.branch))
+    first = layout.unpack(np.asarray(xs[0]))
+    Z0 = np.vstack([first.theta.T, first.m])
+    carries = np.linalg.norm(Z0, axis=0) > 1e-2 * np.sqrt(np.abs(np.diag(first.q)))
+    for x in xs[1:]:
+        o = layout.unpack(np.asarray(x))
+        Z = np.vstack([o.theta.T, o.m])
+        if np.any(carries & (np.einsum("ij,ij->j", Z, Z0) < 0)):
+            return False
+    return True
 
 
 def main() -> None:
@@ -58,11 +85,14 @@ def main() -> None:
                 fp = solve(s, a, branch, args.precision)
                 sec = time.perf_counter() - t
                 bad = fp.status == Status.collapsed and lam > 1 + MARGIN
+                agree = signs_agree(s, fp)
+                flipped = fp.status == Status.ok and agree is False
                 rows.append({"setting": name, "branch": branch, "alpha": a, "lambda": round(lam, 3),
                              "status": fp.status.value,
                              "starts": ",".join(r.status.value for r in fp.starts) or "-",
                              "order": f"{fp.summary()[ORDER[branch]]:.4g}", "evaluations": fp.iterations,
-                             "seconds": round(sec, 1), "check": "CONTRADICTION" if bad else ""})
+                             "seconds": round(sec, 1), "signs": "-" if agree is None else ("agree" if agree else "differ"),
+                             "check": "CONTRADICTION" if bad else ("SIGNS" if flipped else "")})
                 print(rows[-1], flush=True)
     print(format_table(rows, list(rows[0])))
 

@@ -198,20 +198,32 @@ def test_no_collapse_verdict_where_the_agnostic_point_is_unstable_in_m():
     assert all(r.status != Status.collapsed for r in fp.starts)
 
 
-def test_no_positional_point_beyond_the_branchs_end_from_the_points_asymmetry():
-    """Study shape, omega 0, fast: the positional branch ends at a pitchfork near alpha 0.93.  At alpha 1 the agnostic
-    point is stable in m (the leading eigenvalue of its linearised m map on mirrored points, an independent
-    computation, is 0.91), so there is no positional point near it.  The finite point set is not symmetric under
-    Q -> -Q, so each scrambling has one fixed point with a small m of the points' asymmetry, of either sign.  Pointed
-    one way they were reported as a positional point, m 0.029 +- 0.006; they must not be.  Below the end (0.9, eigenvalue
-    1.03) the branch is still found."""
+@pytest.mark.parametrize("kw, alpha, branch", [({}, 1.0, "positional"), ({"r": 2, "omega": 0.6}, 1.3, "semantic")])
+def test_no_point_beyond_the_branchs_end_from_the_points_asymmetry(kw, alpha, branch):
+    """Study shape, omega 0, fast: the positional branch ends at a pitchfork near alpha 0.93; r = 2, omega 0.6: the
+    semantic branch appears near 1.55.  At alpha 1 (1.3) the agnostic point is stable in the branch's order parameter
+    (the leading eigenvalue of its linearised map on mirrored points, an independent computation: 0.91 for both), so
+    there is no branch point near it.  The finite point set is not symmetric under Q -> -Q, so each scrambling has one
+    fixed point with a small order parameter of the points' asymmetry, of either sign.  Pointed one way they were
+    reported as a branch point (m 0.029 +- 0.006; theta 0.006); they must not be."""
+    from attnphase.theory.state_evolution.symmetric import mirrored_points
+    from attnphase.theory.transition.linearised import leading_eigenvalue
+
+    s = Setting(**{"omega": 0.0, **kw})
+    assert leading_eigenvalue(s, alpha, branch, mirrored_points(s, branch, 0, 0))[0] < 0.95
+    assert not solve(s, alpha, branch, "fast").valid
+
+
+def test_the_positional_branch_below_its_end_is_still_found():
+    """The same study shape, omega 0, fast, at alpha 0.9, below the end (eigenvalue 1.03 on mirrored points): the
+    positional point is found, with the sign the start gave in every scrambling."""
     from attnphase.theory.state_evolution.symmetric import mirrored_points
     from attnphase.theory.transition.linearised import leading_eigenvalue
 
     s = Setting(omega=0.0)
-    pts = mirrored_points(s, "positional", 0, 0)
-    assert leading_eigenvalue(s, 1.0, "positional", pts)[0] < 0.95
-    assert leading_eigenvalue(s, 0.9, "positional", pts)[0] > 1.0
-    assert not solve(s, 1.0, "positional", "fast").valid
+    assert leading_eigenvalue(s, 0.9, "positional", mirrored_points(s, "positional", 0, 0))[0] > 1.0
     below = solve(s, 0.9, "positional", "fast")
     assert below.valid and summaries(below.overlaps)["m"] > 0.05
+    bm = branch_map(s, 0.9, "positional", gaussian_sobol(13, 4, 0))
+    signs = {np.sign(bm.unpack(np.asarray(x)).m[0, 0]) for x in below.hints.replica_x}
+    assert len(below.hints.replica_x) >= 4 and len(signs) == 1

@@ -447,7 +447,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     layout = Layout.for_setting(setting, b)
     x = layout.pack(_start(setting, b, init))
     overlaps_reps: list[Overlaps] = []
-    raw_reps: list[Overlaps] = []  # (no rotation gauge: each scrambling's fixed point as the iteration found it)
+    raw_reps: list[Overlaps] = []  # each scrambling's fixed point with the signs the iteration found
     hats_reps: list[HatOverlaps] = []
     energies: list[float] = []
     summ: list[dict] = []
@@ -566,8 +566,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if overlaps_reps:
             R = R * aligning_signs(rotate(o, R, Rs), overlaps_reps[0])
         overlaps_reps.append(rotate(o, R, Rs))
-        if not bm.gauge:
-            raw_reps.append(o)
+        raw_reps.append(o)
         hats_reps.append(rotate_hats(sol.aux.hats, R, Rs))
         energies.append(energy)
         summ.append(summaries(overlaps_reps[-1]))
@@ -606,14 +605,16 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         m_err = max(m_err, _vector_sem([o.m for o in overlaps_reps]) / np.sqrt(setting.L))
         theta_err = max(theta_err, _vector_sem([o.theta for o in overlaps_reps]))
     m_size, theta_size = s_mean["m"], s_mean["theta"]
-    if k > 1 and len(raw_reps) == k:
-        # Q -> -Q is a symmetry of the d -> infinity equations, not of a finite point set.  Beyond a branch's end the
-        # one fixed point near the agnostic point has an order parameter of the points' asymmetry, its sign set by
-        # the scrambling, not by the start: pointed one way, these made a "distinct" point (study, omega 0, alpha 1,
-        # fast: m 0.029 +- 0.006 where the agnostic point is stable in m, eigenvalue 0.91).  As found they cancel.
+    if k > 1 and not setting.untied:
+        # Q -> -Q (per student direction) is a symmetry of the d -> infinity equations, not of a finite point set.
+        # Beyond a branch's end the one fixed point near the agnostic point has an order parameter of the points'
+        # asymmetry, its sign set by the scrambling, not by the start: pointed one way, these made a "distinct" point
+        # (study, omega 0, alpha 1, fast: m 0.029 +- 0.006 where the agnostic point is stable in m, eigenvalue 0.91;
+        # r = 2, omega 0.6, alpha 1.3, semantic: theta 0.006, eigenvalue 0.91).  As the iteration found them (each
+        # image keeps its input's signs, BranchMap.image) they cancel.
         m_size = min(m_size, float(np.sqrt(np.sum(np.mean([o.m for o in raw_reps], axis=0) ** 2) / setting.L)))
         m_err = max(m_err, _vector_sem([o.m for o in raw_reps]) / np.sqrt(setting.L))
-        theta_size = min(theta_size, float(np.linalg.norm(np.mean([o.theta for o in raw_reps], axis=0))))
+        theta_size = min(theta_size, float(np.linalg.norm(np.mean([o.theta for o in raw_reps], axis=0), 2)))
         theta_err = max(theta_err, _vector_sem([o.theta for o in raw_reps]))
     if status == Status.ok and b == Branch.positional and m_size < max(1e-2 * np.sqrt(s_mean["q"]),
                                                                            3 * m_err if k > 1 else 0.0):
