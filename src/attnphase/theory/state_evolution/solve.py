@@ -596,26 +596,23 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     errors.update({"train_loss": float(sem(E[:, None])[0]), "test_error": te_err})
     s_mean = summaries(mean)
     m_err, theta_err = errors["m"], errors["theta"]
-    if k > 1 and not setting.untied:
-        # The order parameter's standard error as a vector (per entry, over the scramblings) as well: where the
-        # points' graininess sustains a small order parameter pointing a different way in each scrambling, the
-        # sizes agree (a small error of |m|) while the mean vector is zero within its error (L = 3 simplex, fast,
-        # seed 1: "valid" positional points with rms m 0.003-0.01 +- 0.001 at every alpha, now collapsed below 0.42;
-        # seed 0: collapsed).
-        m_err = max(m_err, _vector_sem([o.m for o in overlaps_reps]) / np.sqrt(setting.L))
-        theta_err = max(theta_err, _vector_sem([o.theta for o in overlaps_reps]))
     m_size, theta_size = s_mean["m"], s_mean["theta"]
     if k > 1 and not setting.untied:
-        # Q -> -Q (per student direction) is a symmetry of the d -> infinity equations, not of a finite point set.
-        # Beyond a branch's end the one fixed point near the agnostic point has an order parameter of the points'
-        # asymmetry, its sign set by the scrambling, not by the start: pointed one way, these made a "distinct" point
-        # (study, omega 0, alpha 1, fast: m 0.029 +- 0.006 where the agnostic point is stable in m, eigenvalue 0.91;
-        # r = 2, omega 0.6, alpha 1.3, semantic: theta 0.006, eigenvalue 0.91).  As the iteration found them (each
-        # image keeps its input's signs, BranchMap.image) they cancel.
-        m_size = min(m_size, float(np.sqrt(np.sum(np.mean([o.m for o in raw_reps], axis=0) ** 2) / setting.L)))
-        m_err = max(m_err, _vector_sem([o.m for o in raw_reps]) / np.sqrt(setting.L))
-        theta_size = min(theta_size, float(np.linalg.norm(np.mean([o.theta for o in raw_reps], axis=0), 2)))
-        theta_err = max(theta_err, _vector_sem([o.theta for o in raw_reps]))
+        # The order parameter's mean and standard error as a vector too (per entry, over the scramblings), with the
+        # signs the iteration found (each image keeps its input's signs, BranchMap.image).  (1) Where the points'
+        # graininess sustains a small order parameter pointing a different way in each scrambling, the sizes agree
+        # while the mean vector is zero within its error (L = 3 simplex, fast, seed 1: "valid" positional points with
+        # rms m 0.003-0.01 +- 0.001 at every alpha, now collapsed below 0.42).  (2) Q -> -Q (per student direction)
+        # is a symmetry of the d -> infinity equations, not of a finite point set: beyond a branch's end the one
+        # fixed point near the agnostic point has an order parameter of the points' asymmetry, its sign set by the
+        # scrambling, not by the start.  Pointed one way for the mean, these made a "distinct" point (study, omega
+        # 0, alpha 1, fast: m 0.029 +- 0.006 where the agnostic point is stable in m, eigenvalue 0.91; r = 2, omega
+        # 0.6, alpha 1.3, semantic: theta 0.006, eigenvalue 0.91); as found they cancel.
+        raw_m, raw_theta = [o.m for o in raw_reps], [o.theta for o in raw_reps]
+        m_size = min(m_size, float(np.sqrt(np.sum(np.mean(raw_m, axis=0) ** 2) / setting.L)))
+        m_err = max(m_err, _vector_sem(raw_m) / np.sqrt(setting.L))
+        theta_size = min(theta_size, float(np.linalg.norm(np.mean(raw_theta, axis=0), 2)))
+        theta_err = max(theta_err, _vector_sem(raw_theta))
     if status == Status.ok and b == Branch.positional and m_size < max(1e-2 * np.sqrt(s_mean["q"]),
                                                                            3 * m_err if k > 1 else 0.0):
         status, message = Status.collapsed, "m is zero within its error: no distinct positional fixed point"
