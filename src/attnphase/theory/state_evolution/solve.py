@@ -615,10 +615,13 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         theta_err = max(theta_err, _vector_sem(raw_theta))
     if status == Status.ok and b == Branch.positional and m_size < max(1e-2 * np.sqrt(s_mean["q"]),
                                                                            3 * m_err if k > 1 else 0.0):
-        status, message = Status.collapsed, "m is zero within its error: no distinct positional fixed point"
+        status, message = Status.collapsed, (f"m is zero within its error{_as_found('m', m_size, s_mean['m'], m_err)}: "
+                                             "no distinct positional fixed point")
     if status == Status.ok and b == Branch.semantic and theta_size < max(
             1e-2 * np.sqrt(s_mean["q"] * setting.rho), 3 * theta_err if k > 1 else 0.0):
-        status, message = Status.collapsed, "theta is zero within its error: no distinct semantic fixed point"
+        status, message = Status.collapsed, ("theta is zero within its error"
+                                             f"{_as_found('theta', theta_size, s_mean['theta'], theta_err)}: "
+                                             "no distinct semantic fixed point")
     if status == Status.ok and (not np.isfinite(E.mean()) or E.mean() < 0):
         # The training loss is a sum of squares plus a ridge term: a negative value is an iterate that ran away.
         status, message = Status.diverged, f"negative training loss {E.mean():.3g}"
@@ -641,6 +644,15 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     if memo is not None and x_coarse is not None:
         memo.seen[memo.name] = (x_coarse, fp)
     return fp
+
+
+def _as_found(name: str, size: float, aligned: float, err: float) -> str:
+    """For the collapse message: where the scramblings' fixed points as found point opposite ways (their mean is
+    smaller than that of the aligned ones, which the point reports: beyond round-off), both numbers."""
+    if not size < (1 - 1e-6) * aligned:
+        return ""
+    return (f" (the scramblings' fixed points point opposite ways: {name} {size:.2g} +- {err:.2g} as found, "
+            f"{aligned:.2g} pointed one way)")
 
 
 def _vector_sem(arrays: list[np.ndarray]) -> float:
