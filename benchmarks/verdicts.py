@@ -25,7 +25,7 @@ import numpy as np
 
 from attnphase import Setting
 from attnphase.cli.common import format_table
-from attnphase.theory.model.overlaps import Layout, as_branch
+from attnphase.theory.model.overlaps import Layout, aligning_signs, as_branch
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.state_evolution.solve import solve
@@ -47,21 +47,14 @@ ORDER = {"positional": "m", "semantic": "theta"}
 
 def signs_agree(s: Setting, fp: FixedPoint) -> bool | None:
     """Whether the scramblings' fixed points (as found: FixedPoint.hints.replica_x) point the first one's way in every
-    student direction that carries an order parameter ([theta^T; m] column above 1% of sqrt(q_jj)); None with fewer
+    student direction that carries an order parameter in both (overlaps.aligning_signs flips none); None with fewer
     than two."""
     xs = fp.hints.replica_x
     if len(xs) < 2:
         return None
     layout = Layout.for_setting(s, as_branch(fp.branch))
     first = layout.unpack(np.asarray(xs[0]))
-    Z0 = np.vstack([first.theta.T, first.m])
-    carries = np.linalg.norm(Z0, axis=0) > 1e-2 * np.sqrt(np.abs(np.diag(first.q)))
-    for x in xs[1:]:
-        o = layout.unpack(np.asarray(x))
-        Z = np.vstack([o.theta.T, o.m])
-        if np.any(carries & (np.einsum("ij,ij->j", Z, Z0) < 0)):
-            return False
-    return True
+    return all(bool(np.all(aligning_signs(layout.unpack(np.asarray(x)), first) > 0)) for x in xs[1:])
 
 
 def main() -> None:

@@ -608,11 +608,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         # scrambling, not by the start.  Pointed one way for the mean, these made a "distinct" point (study, omega
         # 0, alpha 1, fast: m 0.029 +- 0.006 where the agnostic point is stable in m, eigenvalue 0.91; r = 2, omega
         # 0.6, alpha 1.3, semantic: theta 0.006, eigenvalue 0.91); as found they cancel.
-        raw_m, raw_theta = [o.m for o in raw_reps], [o.theta for o in raw_reps]
-        m_size = min(m_size, float(np.sqrt(np.sum(np.mean(raw_m, axis=0) ** 2) / setting.L)))
-        m_err = max(m_err, _vector_sem(raw_m) / np.sqrt(setting.L))
-        theta_size = min(theta_size, float(np.linalg.norm(np.mean(raw_theta, axis=0), 2)))
-        theta_err = max(theta_err, _vector_sem(raw_theta))
+        s_raw = summaries(Overlaps(**{f: np.mean([getattr(o, f) for o in raw_reps], axis=0)
+                                      for f in ("q", "m", "V", "theta")}))
+        m_size, theta_size = min(m_size, s_raw["m"]), min(theta_size, s_raw["theta"])
+        m_err = max(m_err, _vector_sem([o.m for o in raw_reps]) / np.sqrt(setting.L))
+        theta_err = max(theta_err, _vector_sem([o.theta for o in raw_reps]))
     if status == Status.ok and b == Branch.positional and m_size < max(1e-2 * np.sqrt(s_mean["q"]),
                                                                            3 * m_err if k > 1 else 0.0):
         status, message = Status.collapsed, (f"m is zero within its error{_as_found('m', m_size, s_mean['m'], m_err)}: "
