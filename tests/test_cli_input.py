@@ -823,3 +823,25 @@ def test_a_store_path_ending_in_a_separator_is_refused(tmp_path, capsys):
     _one_line_exit_2([*SWEEP, "--store", f"{tmp_path}/s.sqlite/", "--task", "conftest:fake_task"], capsys,
                      "path separator")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_theory_warns_about_invalid_points_by_status(monkeypatch, capsys):
+    """A collapsed point is a verdict (no fixed point of that branch there), not a failure: the warning counts the
+    invalid rows by their status and names neither as 'not converged'."""
+    import dataclasses
+
+    from conftest import synthetic_curves
+
+    import attnphase.theory as theory
+    from attnphase.notes import Status
+
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None):
+        p = synthetic_curves([1.0])["positional"][0]
+        return [dataclasses.replace(p, status=Status.collapsed if branch == "semantic" else Status.not_converged)]
+
+    monkeypatch.setattr(theory, "solve_curve", fake_curve)
+    assert main(["theory", "--alpha", "1", "--branch", "semantic,positional", "--json", "--quiet",
+                 "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "2 fixed point(s) are not valid" in err
+    assert "1 collapsed (no distinct fixed point of the branch there)" in err and "1 not_converged" in err

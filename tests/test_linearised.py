@@ -264,3 +264,18 @@ def test_positional_pitchfork_of_the_general_condition_overlaps_the_adapters() -
     assert general.found and adapter.found and general.kind == "pitchfork"
     assert general.overlaps(adapter), (general, adapter)
     assert 0.04 < general.value < 0.08
+
+
+def test_the_squared_order_parameter_of_a_falling_branch_extrapolates_above_its_points() -> None:
+    """A branch that ends at a supercritical pitchfork as alpha grows (m^2 = 0.05 (0.93 - alpha) exactly): the
+    intercept above the points, its error as finite differences propagate the points' errors; none for a flat one."""
+    from attnphase.theory.state_evolution.order import squared_zero
+
+    pts = [(a, float(np.sqrt(0.05 * (0.93 - a))), 2e-4) for a in (0.80, 0.86)]
+    x0, err = squared_zero(pts[1], pts[0])  # (either order)
+    assert x0 == pytest.approx(0.93, abs=1e-12)
+    h = 1e-7
+    d1 = (squared_zero((0.80, pts[0][1] + h, 0.0), pts[1])[0] - x0) / h
+    d2 = (squared_zero(pts[0], (0.86, pts[1][1] + h, 0.0))[0] - x0) / h
+    assert err == pytest.approx(np.hypot(d1, d2) * 2e-4, rel=1e-4)
+    assert squared_zero((0.8, 0.1, 0.0), (0.9, -0.1, 0.0)) is None  # the same square: no intercept

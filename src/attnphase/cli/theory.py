@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 
 from attnphase.cli.common import (
     add_allow_long,
@@ -134,6 +135,7 @@ def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
 
 
 def _theory(args: argparse.Namespace) -> int:
+    from attnphase.notes import Status
     from attnphase.parallel import check_workers
     from attnphase.theory import global_minimum
     from attnphase.theory.cost import check_theory_size
@@ -189,10 +191,12 @@ def _theory(args: argparse.Namespace) -> int:
     if args.csv:
         records = [_flat_row(r) for r in records]
     emit(records, args, THEORY_COLUMNS if table else None)
-    bad = [r for r in records if not r["converged"]]
+    bad = Counter(str(r["status"]) for r in records if not r["converged"])
     if bad:
-        print(f"warning: {len(bad)} fixed point(s) are not converged results (see 'converged' and 'status')",
-              file=sys.stderr)
+        # By status: a collapsed point is a verdict (no distinct fixed point of its branch there), not a failure.
+        what = ", ".join(f"{n} {s}" + (" (no distinct fixed point of the branch there)" if s == Status.collapsed else "")
+                         for s, n in bad.items())
+        print(f"warning: {sum(bad.values())} fixed point(s) are not valid: {what} (see 'status')", file=sys.stderr)
     return 0
 
 

@@ -47,6 +47,7 @@ from attnphase.theory.solvers.fixed_point import (
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
+from attnphase.theory.state_evolution.order import squared_zero
 from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
     ALL_BRANCHES,
@@ -314,14 +315,24 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     pending = [float(a) for a in grid[1:]]
     halvings = 0
     why = ""
+    path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
         nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         jumped = nxt.valid and _left_the_path(prev, nxt)
         if nxt.valid and not jumped:
             prev = nxt
+            path.append(nxt)
             pending.pop(0)
-        elif halvings < LADDER_HALVINGS:
+            continue
+        end = _path_end(path, pending[0])
+        if end is not None:
+            # The path ends inside this step: no shorter step crosses it (at omega 0, alpha 1.5 the halvings spent
+            # 30 s on not-converged points next to the end, where the map is critically slow).
+            return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=(
+                f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"),
+                seconds=seconds, iterations=iters)
+        if halvings < LADDER_HALVINGS:
             # A step the branch changes too much over (r* = 2, omega 0.3, fast: 2.44 -> 3.62 not converged, in
             # halves converged), or where the map is rough (r = 2, fast, alpha ~ 10: the positional point is reached
             # at residuals 3e-4 - 2e-3, and a step of 9.54 -> 10 runs off to the far point; five halvings reach it):
@@ -340,6 +351,27 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
         st = prev.status if prev.status != Status.ok else Status.not_converged
         return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters)
     return dataclasses.replace(prev, seconds=seconds, iterations=iters)
+
+
+def _path_end(path: list[FixedPoint], target: float) -> str | None:
+    """Why the ladder's path ends before target, or None: the square of its order parameter (m on the positional
+    branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero between
+    the last point and target, by 3 of its standard errors short of target (the transition's margin,
+    linearised.intercept_at).  Next to a supercritical pitchfork, where the branch merges into another fixed point,
+    order^2 ~ |alpha - alpha_p|; a step that fails before the intercept is still halved."""
+    if len(path) < 2:
+        return None
+    p1, p2 = path[-2:]
+    for name in {"positional": ("m",), "mixed": ("m", "theta")}.get(p2.branch, ()):
+        ic = squared_zero(*((p.alpha, p.summary()[name], p.errors.get(name, float("nan"))) for p in (p1, p2)))
+        if ic is None:
+            continue
+        x0, err = ic
+        ahead = 1.0 if target > p2.alpha else -1.0
+        if 0 < ahead * (x0 - p2.alpha) and ahead * (x0 + ahead * 3 * err - target) < 0:
+            return (f"its squared {name} falls linearly to zero at alpha = {x0:.4g} +- {err:.2g} (through its points "
+                    f"at {p1.alpha:.4g} and {p2.alpha:.4g}): it merges there into another fixed point")
+    return None
 
 
 # A step of the path (at most LADDER_RATIO in alpha) that moves q or V by more than this factor has left the branch
@@ -377,8 +409,11 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
     records = tuple(StartRecord(n, p.status if p is not None else Status.inadmissible,
                                 p.train_loss if p is not None and p.valid else float("nan"), same_as.get(n))
                     for n, p in tried)
+    # (the internal continuation's message where it is not valid: where its path ended, which no status says)
+    why = {n: p.message for n, p in solved if n == "ladder" and not p.valid and p.message}
     others = "; ".join(f"{r.name}: {r.status.value}" + (f", train loss {r.train_loss:.6g}" if r.status == Status.ok
-                                                        else "") for r in records if r.name != name)
+                                                        else f" ({why[r.name]})" if r.name in why else "")
+                       for r in records if r.name != name)
     how = "lowest train loss" if ok else "none valid"
     note = Note(NoteCode.multistart, f"start {name} chosen of {len(tried)} ({how}); {others}")
     if not ok and not best.message:

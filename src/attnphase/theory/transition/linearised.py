@@ -24,6 +24,7 @@ import numpy as np
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.fixed_point import Inadmissible
+from attnphase.theory.state_evolution.order import squared_zero
 from attnphase.theory.state_evolution.symmetric import (
     LOG2_POINTS,
     SCRAMBLINGS,
@@ -219,16 +220,8 @@ def order_squared_intercept(points: list[tuple[float, float, float]], above: flo
     pts = sorted(p for p in points if p[0] > above and np.isfinite(p[1]) and p[1] > 0)[:2]
     if len(pts) < 2:
         return None
-    (a1, t1, e1), (a2, t2, e2) = pts
-    y1, y2 = t1 * t1, t2 * t2
-    slope = (y2 - y1) / (a2 - a1)
-    if not slope > 0:
-        return None
-    x0 = a1 - y1 / slope
-    # d x0 / d y1 = -(a2 - x0) / (y2 - y1), d x0 / d y2 = (a1 - x0) / (y2 - y1); s.e. of y = 2 t s.e. of t
-    g1, g2 = -(a2 - x0) / (y2 - y1), (a1 - x0) / (y2 - y1)
-    err = float(np.hypot(g1 * 2 * t1 * (e1 if np.isfinite(e1) else 0.0), g2 * 2 * t2 * (e2 if np.isfinite(e2) else 0.0)))
-    return float(x0), err
+    ic = squared_zero(*pts)
+    return ic if ic is not None and ic[0] < pts[0][0] else None
 
 
 def intercept_at(order: list[tuple[float, float, float]], pitch: Critical) -> tuple[float, float] | None:

@@ -1,0 +1,26 @@
+"""Where a branch's order parameter vanishes along its path: the square of an order parameter is linear in alpha next
+to a supercritical pitchfork (order^2 ~ |alpha - alpha_p|), so two points of the path extrapolate to the end."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def squared_zero(p1: tuple[float, float, float], p2: tuple[float, float, float]) -> tuple[float, float] | None:
+    """Where the square of an order parameter, linear in alpha through two points (alpha, value, its standard error),
+    reaches zero, and that intercept's standard error (from the points' errors; a NaN error counts as 0).  None where
+    the two squares are equal or the alphas are.  With both values non-zero the intercept lies below both points
+    where the square grows with alpha and above both where it falls."""
+    (a1, t1, e1), (a2, t2, e2) = sorted([p1, p2])
+    y1, y2 = t1 * t1, t2 * t2
+    if a2 == a1 or y2 == y1:
+        return None
+    slope = (y2 - y1) / (a2 - a1)
+    x0 = a1 - y1 / slope
+    # d x0 / d y1 = -(a2 - x0) / (y2 - y1), d x0 / d y2 = (a1 - x0) / (y2 - y1); s.e. of y = 2 t s.e. of t
+    g1, g2 = -(a2 - x0) / (y2 - y1), (a1 - x0) / (y2 - y1)
+    err = float(np.hypot(g1 * 2 * t1 * (e1 if np.isfinite(e1) else 0.0), g2 * 2 * t2 * (e2 if np.isfinite(e2) else 0.0)))
+    return float(x0), err
+
+
+__all__ = ["squared_zero"]
