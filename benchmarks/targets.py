@@ -27,6 +27,9 @@ ATTN = [sys.executable, "-m", "attnphase"]
 # name -> (argv, target seconds, long)
 TARGETS: dict[str, tuple[list[str], float, bool]] = {
     "study fixed point": (ATTN + ["theory", "--alpha", "1.5", "--branch", "semantic", "--quiet"], 1.5, False),
+    # A study fixed point beyond the positional branch's end (at omega 0 it ends near alpha 0.93): the same target.
+    "study point past a branch's end": (ATTN + ["theory", "--omega", "0", "--alpha", "1.5", "--branch", "positional",
+                                                "--quiet"], 1.5, False),
     "study curve (20 alphas x 3 branches)": (ATTN + ["theory", "--alpha", "0.1:2:20", "--branch", "all", "--quiet"],
                                              10.0, False),
     "rank-2 global point": (ATTN + ["theory", "--rank", "2", "--alpha", "1.5", "--branch", "global", "--quiet"],
