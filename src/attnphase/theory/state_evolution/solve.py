@@ -363,7 +363,8 @@ def _path_end(path: list[FixedPoint], target: float) -> str | None:
         return None
     p1, p2 = path[-2:]
     for name in {"positional": ("m",), "mixed": ("m", "theta")}.get(p2.branch, ()):
-        ic = squared_zero(*((p.alpha, p.summary()[name], p.errors.get(name, float("nan"))) for p in (p1, p2)))
+        pts = [(p.alpha, p.summary()[name], p.errors.get(name, float("nan"))) for p in (p1, p2)]
+        ic = squared_zero(*pts) if all(np.isfinite(e) for _, _, e in pts) else None  # (no margin without errors)
         if ic is None:
             continue
         x0, err = ic
