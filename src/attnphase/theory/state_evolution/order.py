@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# Standard errors by which an intercept must clear a value to count as beyond it (a branch's end read from its points:
+# the transition's pitchfork interval, the internal continuation's failed step).
+INTERCEPT_ERRORS = 3.0
+
 
 def squared_zero(p1: tuple[float, float, float], p2: tuple[float, float, float]) -> tuple[float, float] | None:
     """Where the square of an order parameter, linear in alpha through two points (alpha, value, its standard error),
@@ -23,4 +27,4 @@ def squared_zero(p1: tuple[float, float, float], p2: tuple[float, float, float])
     return float(x0), err
 
 
-__all__ = ["squared_zero"]
+__all__ = ["INTERCEPT_ERRORS", "squared_zero"]

@@ -47,7 +47,7 @@ from attnphase.theory.solvers.fixed_point import (
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
-from attnphase.theory.state_evolution.order import squared_zero
+from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero
 from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
     ALL_BRANCHES,
@@ -356,7 +356,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
 def _path_end(path: list[FixedPoint], target: float) -> str | None:
     """Why the ladder's path ends before target, or None: the square of its order parameter (m on the positional
     branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero between
-    the last point and target, by 3 of its standard errors short of target (the transition's margin,
+    the last point and target, by INTERCEPT_ERRORS of its standard errors short of target (the transition's margin,
     linearised.intercept_at).  Next to a supercritical pitchfork, where the branch merges into another fixed point,
     order^2 ~ |alpha - alpha_p|; a step that fails before the intercept is still halved."""
     if len(path) < 2:
@@ -369,7 +369,7 @@ def _path_end(path: list[FixedPoint], target: float) -> str | None:
             continue
         x0, err = ic
         ahead = 1.0 if target > p2.alpha else -1.0
-        if 0 < ahead * (x0 - p2.alpha) and ahead * (x0 + ahead * 3 * err - target) < 0:
+        if 0 < ahead * (x0 - p2.alpha) and ahead * (x0 + ahead * INTERCEPT_ERRORS * err - target) < 0:
             return (f"its squared {name} falls linearly to zero at alpha = {x0:.4g} +- {err:.2g} (through its points "
                     f"at {p1.alpha:.4g} and {p2.alpha:.4g}): it merges there into another fixed point")
     return None

@@ -24,7 +24,7 @@ import numpy as np
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.fixed_point import Inadmissible
-from attnphase.theory.state_evolution.order import squared_zero
+from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero
 from attnphase.theory.state_evolution.symmetric import (
     LOG2_POINTS,
     SCRAMBLINGS,
@@ -229,7 +229,10 @@ def intercept_at(order: list[tuple[float, float, float]], pitch: Critical) -> tu
     error) extrapolates to zero, and its standard error, where that lies inside the pitchfork's interval widened by
     3 of those standard errors (a supercritical pitchfork); else None."""
     ic = order_squared_intercept(order, pitch.lo)
-    return ic if ic is not None and pitch.lo - 3 * ic[1] <= ic[0] <= pitch.hi + 3 * ic[1] else None
+    if ic is None:
+        return None
+    margin = INTERCEPT_ERRORS * ic[1]
+    return ic if pitch.lo - margin <= ic[0] <= pitch.hi + margin else None
 
 
 def classify_end(end: Critical, pitch: Critical, side: str,
