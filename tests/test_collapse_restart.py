@@ -230,18 +230,21 @@ def test_the_positional_branch_below_its_end_is_still_found():
 
 
 def test_the_continuation_past_a_branchs_end_stops_where_its_path_ends():
-    """Study shape, omega 0, default precision, alpha 1.5: no start gives a positional point, so the branch is continued
-    from alpha 0.5 (the ladder).  Its steps fail near the end at the pitchfork (~0.93), where the map is critically
-    slow; they were halved 8 times on not-converged points (33 s) and the ladder's record said `not_converged`.  Where
-    m^2 along the path falls linearly to zero inside a failed step the path has ended: its record says `collapsed`,
-    as does the point.  Independently, the agnostic point's linearised m map on mirrored points is unstable at 0.85
-    (a positional point bifurcates from it) and stable at 1.5 (none is born there)."""
+    """Study shape, omega 0, default precision, alpha 1: no start gives a positional point (each runs out of
+    iterations next to the point the finite point set forces), so the branch is continued from alpha 0.5 (the ladder).
+    Its steps fail near the end at the pitchfork (~0.93), where the map is critically slow; they were halved 8 times
+    on not-converged points (32 s) and the point was `not_converged`.  Where m^2 along the path falls linearly to zero
+    inside a failed step the path has ended: the point is `collapsed`, with a branch_end warning saying where.
+    Independently, the agnostic point's linearised m map on mirrored points is unstable at 0.85 (a positional point
+    bifurcates from it) and stable at 1 (none is born there)."""
+    from attnphase.notes import NoteCode
     from attnphase.theory.state_evolution.symmetric import mirrored_points
     from attnphase.theory.transition.linearised import leading_eigenvalue
 
     s = Setting(omega=0.0)
     pts = mirrored_points(s, "positional", 0, 0)
-    assert leading_eigenvalue(s, 0.85, "positional", pts)[0] > 1.0 > leading_eigenvalue(s, 1.5, "positional", pts)[0]
-    fp = solve(s, 1.5, "positional")
+    assert leading_eigenvalue(s, 0.85, "positional", pts)[0] > 1.0 > leading_eigenvalue(s, 1.0, "positional", pts)[0]
+    fp = solve(s, 1.0, "positional")
     assert fp.status == Status.collapsed
     assert [(r.name, r.status) for r in fp.starts][-1] == ("ladder", Status.collapsed)
+    assert NoteCode.branch_end in [w.code for w in fp.warnings]

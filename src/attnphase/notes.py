@@ -26,6 +26,7 @@ class NoteCode(StrEnum):
     legacy = "legacy"  # read from a record written before notes had codes
     not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
     integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
+    branch_end = "branch_end"  # a branch followed along alpha ends before the alpha asked (where: the message)
     # Bayes-optimal theory and GAMP (attnphase.theory.bayes.results.WARNINGS says what each means)
     uninformative_channel = "uninformative_channel"
     near_threshold = "near_threshold"

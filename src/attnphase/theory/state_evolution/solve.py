@@ -296,7 +296,15 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and (several or not any(
             p is not None and p.valid for _, p in tried)):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
-    return _best_of(tried, memo.same_as)
+    best = _best_of(tried, memo.same_as)
+    ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
+    if ends and not best.valid and best.status != Status.collapsed:
+        # The branch's own path ends before alpha: a verdict, where the starts gave none (omega 0, alpha 1: every
+        # start ran out of iterations next to the point the finite point set forces, while the path's squared m
+        # reaches zero at 0.959 +- 0.010, the linearised m map's pitchfork being 0.933 [0.912, 0.954]).
+        best = dataclasses.replace(best, status=Status.collapsed, message=ends[0].message,
+                                   warnings=best.warnings + (ends[0],))
+    return best
 
 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
@@ -329,9 +337,9 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
         if end is not None:
             # The path ends inside this step: no shorter step crosses it (at omega 0, alpha 1.5 the halvings spent
             # 30 s on not-converged points next to the end, where the map is critically slow).
-            return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=(
-                f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"),
-                seconds=seconds, iterations=iters)
+            msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
+            return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
+                                       iterations=iters, warnings=prev.warnings + (Note(NoteCode.branch_end, msg),))
         if halvings < LADDER_HALVINGS:
             # A step the branch changes too much over (r* = 2, omega 0.3, fast: 2.44 -> 3.62 not converged, in
             # halves converged), or where the map is rough (r = 2, fast, alpha ~ 10: the positional point is reached
