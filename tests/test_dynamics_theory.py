@@ -289,12 +289,15 @@ def test_trajectory_as_dict_is_json_ready():
 
 
 def test_agnostic_norm_settles_where_the_full_ode_puts_it():
-    # lambda = 0: the uninformed norm settles at q* > 0; the ODE on m = theta = 0 (exactly invariant) goes there.
+    # lambda = 0: the uninformed norm settles at q* > 0; the ODE on m = theta = 0 (invariant) goes there.  The point
+    # is unstable in m and theta, so their round-off (1e-14 at t = 300) grows: 5e-12 at t = 1000, where q has settled
+    # (to 1e-7), 1e-2 by t = 3000 on one CPU, after which q leaves.
     st = STUDY.replace(lam=0.0)
     qs = agnostic_q(st, 1.0)
     assert 0.01 < qs < 0.5
-    tr = integrate(st, lr=1.0, init={"q": 0.01, "m": 0.0, "theta": 0.0}, t_max=3000, n_points=3)
-    assert tr.q[-1, 0, 0] == pytest.approx(qs, rel=1e-3)
+    tr = integrate(st, lr=1.0, init={"q": 0.01, "m": 0.0, "theta": 0.0}, t_max=1000, n_points=3)
+    assert np.abs(tr.m[-1]).max() < 1e-6 and np.abs(tr.theta[-1]).max() < 1e-6
+    assert tr.q[-1, 0, 0] == pytest.approx(qs, rel=1e-4)
     assert agnostic_q(STUDY, 1.0) == 0.0  # lambda = 0.01: the norm decays from every small start
 
 
