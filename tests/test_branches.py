@@ -327,3 +327,12 @@ def test_a_semantic_curve_past_its_end_takes_the_single_points_verdict():
     single = solve(s, 0.05, "semantic", "fast")
     low, high = solve_curve(s, [0.05, 0.2273], "semantic", "fast")
     assert high.valid and single.status == low.status == Status.collapsed
+
+
+def test_a_curve_takes_the_single_points_verdict_where_its_continuation_has_none():
+    """Study shape, omega 0, default precision: the semantic branch appears at 0.513 [0.510, 0.517] (transition).
+    Continued down from 0.6, the point at 0.5 ran out of iterations (not_converged: no verdict), while the single
+    point there, which the curve computes as its retry, is collapsed; the curve now reports that verdict."""
+    s = Setting(omega=0.0)
+    low, high = solve_curve(s, [0.5, 0.6], "semantic")
+    assert high.valid and low.status == solve(s, 0.5, "semantic").status == Status.collapsed

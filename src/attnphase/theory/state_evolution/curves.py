@@ -26,7 +26,8 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     Returned in ascending alpha.  The semantic branch is followed downward from the largest alpha (it
     exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
     alpha's FixedPoint (with its status); it never stops the curve.  A point that fails from its neighbour's
-    solution is solved again from the default start, unless its first scrambling converged from there.
+    solution is solved again as a single point (solve without init), unless its first scrambling converged from there,
+    and that answer is kept where it is valid, or collapsed where the continuation's is another failure.
     multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
     of starts; False: the default start only).  A retry is the single-point answer (solve without init).
     on_point: called with each fixed point as soon as it is solved (progress per point)."""
@@ -61,8 +62,13 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             # single-point solve continues it.  Not the semantic branch, which no single point continues and which
             # a curve follows downward to its end (L = 3 simplex, fast, 0.227 -> 0.05: 23 s of halved steps towards
             # the end at 0.20 for the single point's verdict, collapsed).
-            retry = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
-        if retry is not None and retry.valid:
+            lad = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
+            if retry is None or lad.valid or retry.status != Status.collapsed:
+                retry = lad
+        if retry is not None and (retry.valid or (retry.status == Status.collapsed and fp.status != Status.collapsed)):
+            # The retry is the single point's answer: taken where it is a verdict (a point, or none of the branch
+            # there) and the continuation's is not (omega 0, alpha 1: not converged next to the end, where the
+            # single point is collapsed), so that a curve's point is the single point's.
             fp = retry
         ended = ended or (not fp.valid and any(p.valid for p in out))
         out.append(fp)

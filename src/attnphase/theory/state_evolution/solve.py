@@ -319,11 +319,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
     grid[-1] = alpha
-    # The steps before alpha only carry the path (its point, Jacobian, scramblings' fixed points) and its end's
-    # intercept: their precision's base scramblings, not the ones its error target adds (at omega 0 the steps next to
-    # the end took 12 scramblings, 1.3 and 2.1 s).  Alpha itself is solved at the full precision.
-    step_prec = dataclasses.replace(prec, max_replicas=0)
-    prev = base if base is not None else _solve_starts(setting, float(grid[0]), branch, step_prec, seed, kernel, True,
+    prev = base if base is not None else _solve_starts(setting, float(grid[0]), branch, prec, seed, kernel, True,
                                                        ladder=False)
     seconds, iters = (0.0, 0) if base is not None else (prev.seconds, prev.iterations)
     pending = [float(a) for a in grid[1:]]
@@ -331,8 +327,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     why = ""
     path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
-        nxt = _solve(setting, pending[0], as_branch(branch), prec if pending[0] == alpha else step_prec, prev, seed,
-                     kernel)
+        nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         jumped = nxt.valid and _left_the_path(prev, nxt)
         if nxt.valid and not jumped:
