@@ -244,8 +244,9 @@ def test_the_continuation_past_a_branchs_end_stops_where_its_path_ends():
     linearly to zero inside a failed step the path has ended: the ladder's record is `collapsed`, and the point
     carries a branch_end warning saying where.  Independently, the agnostic point's linearised m map on mirrored
     points is unstable at 0.85 (a positional point bifurcates from it) and stable at 1 (none is born there).
-    (At alpha 1, 0.05 past the end, whether the two-point intercept clears the step by its margin depends on the
-    CPU's rounding of the grainy points next to the end: not asserted.)"""
+    (At alpha 1, 0.07 past the end, whether the path gets near enough to the end for the event depends on the CPU's
+    rounding: on one CPU its steps to 0.84 ran out of iterations in one scrambling and the halvings stalled at 0.816,
+    the point `collapsed` by its starts: not asserted.)"""
     from attnphase.notes import NoteCode
     from attnphase.theory.state_evolution.symmetric import mirrored_points
     from attnphase.theory.transition.linearised import leading_eigenvalue
