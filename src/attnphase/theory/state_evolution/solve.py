@@ -305,7 +305,8 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
         # beside a start's collapse, where the branch ended.
         if best.status != Status.collapsed:
             best = dataclasses.replace(best, status=Status.collapsed, message=ends[0].message)
-        best = dataclasses.replace(best, warnings=best.warnings + (ends[0],))
+        if ends[0] not in best.warnings:  # (the ladder's own record, chosen where every start left the domain, has it)
+            best = dataclasses.replace(best, warnings=best.warnings + (ends[0],))
     return best
 
 
