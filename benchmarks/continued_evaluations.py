@@ -11,7 +11,11 @@
         evaluations of each kind, CPU seconds, and the distance between the two fixed points in tolerances;
     python benchmarks/continued_evaluations.py --curve
         the omega curve of `attnphase theory --alpha 0.1:2:20 --branch all` solved in this process: per branch
-        the seconds, full and continued evaluations at full resolution, and the scramblings.
+        the seconds, full and continued evaluations at full resolution, and the scramblings;
+    python benchmarks/continued_evaluations.py --point 1.5 [--setting rank2]
+        every branch of the setting at one alpha, as `attnphase theory --branch global` solves them (default
+        precision, one thread): per branch the seconds, the full and continued evaluations at full resolution and
+        the seconds spent in the full ones, the warm (basin-held) evaluations, and the scramblings.
 
 Prints tables.  The moves are in the coordinates the continuation radius is measured in (|dx_j| / scale_j,
 BranchMap.move_scale: an entry of m or theta against at least sqrt(q_aa), sqrt(q_aa rho_bb)), random signs per
@@ -33,6 +37,7 @@ from attnphase.theory.solvers.fixed_point import anderson
 from attnphase.theory.state_evolution.branch_map import BranchMap, branch_map
 from attnphase.theory.state_evolution.curves import solve_curve
 from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, integration_points
+from attnphase.theory.state_evolution.results import branches_for
 from attnphase.theory.state_evolution.solve import solve
 from attnphase.theory.state_evolution.starts import default_start
 
@@ -117,6 +122,49 @@ def curve(omega: float) -> None:
     BranchMap.step = step
 
 
+def point(omega: float, alpha: float, name: str) -> None:
+    """Where one alpha's branches spend their time: a full evaluation (own starts) is needed at least once per
+    scrambling (its points are new), and costs several continued ones."""
+    s = Setting(omega=omega, **SETTINGS[name][0])
+    full_res = 2 ** PRECISIONS["default"].log2_points
+    counts = {"full": 0, "continued": 0, "full_s": 0.0, "warm": 0}
+    step, cheap = BranchMap.step, BranchMap.cheap
+
+    def counted(self, x):
+        before = dict(self.evaluations)
+        t0 = time.perf_counter()
+        out = step(self, x)
+        if self.points.shape[1] == full_res:
+            for k in ("full", "continued"):
+                counts[k] += self.evaluations[k] - before[k]
+            if self.evaluations["full"] > before["full"]:
+                counts["full_s"] += time.perf_counter() - t0
+        return out
+
+    def counted_cheap(self, x):
+        counts["warm"] += self.points.shape[1] == full_res
+        return cheap(self, x)
+
+    BranchMap.step, BranchMap.cheap = counted, counted_cheap
+    solve(s, alpha, "semantic", "fast")  # compile outside the timings
+    print(f"setting {name}, omega {omega}, alpha {alpha}, default precision, one process, numba threads "
+          f"{numba.get_num_threads()}")
+    print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'in full s':>9} {'continued':>9} {'warm':>5} {'scramblings':>11} "
+          f"{'status':>13}")
+    total = 0.0
+    for branch in branches_for(s):
+        for k in counts:
+            counts[k] = 0
+        t0 = time.perf_counter()
+        fp = solve(s, alpha, branch, "default")
+        dt = time.perf_counter() - t0
+        total += dt
+        print(f"{branch:>10} {dt:>8.2f} {counts['full']:>5d} {counts['full_s']:>9.2f} {counts['continued']:>9d} "
+              f"{counts['warm']:>5d} {fp.n_replicas:>11d} {fp.status.value:>13}")
+    print(f"{'all':>10} {total:>8.2f}")
+    BranchMap.step, BranchMap.cheap = step, cheap
+
+
 def steering(omega: float, log2n: int, names: list[str]) -> None:
     """anderson from the default start, plain (full evaluations only) and steered by the continued map (its approx,
     as solve runs it for the general kernel): evaluations of each kind, CPU seconds, and how far apart the two
@@ -149,6 +197,8 @@ def main() -> None:
     ap.add_argument("--log2n", type=int, default=15)
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--curve", action="store_true")
+    ap.add_argument("--point", type=float, default=None, metavar="ALPHA",
+                    help="every branch of --setting at this alpha (what --branch global solves)")
     ap.add_argument("--setting", default="study", choices=sorted(SETTINGS))
     ap.add_argument("--steering", action="store_true",
                     help="anderson plain against steered by continued evaluations (general-kernel settings)")
@@ -157,6 +207,8 @@ def main() -> None:
     numba.set_num_threads(a.threads)
     if a.steering:
         steering(a.omega, a.log2n, [a.setting] if a.setting != "study" else ["rank2", "L3", "L4", "untied"])
+    elif a.point is not None:
+        point(a.omega, a.point, a.setting)
     elif a.curve:
         curve(a.omega)
     else:
