@@ -27,6 +27,8 @@ class NoteCode(StrEnum):
     not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
     integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
     branch_end = "branch_end"  # a branch followed along alpha ends before the alpha asked (where: the message)
+    # the scramblings' order parameters point different ways: the size of their mean is low, its error includes that
+    directions_differ = "directions_differ"
     # Bayes-optimal theory and GAMP (attnphase.theory.bayes.results.WARNINGS says what each means)
     uninformative_channel = "uninformative_channel"
     near_threshold = "near_threshold"
