@@ -175,16 +175,20 @@ def test_a_ring_points_size_is_not_reported_short_of_its_scramblings_own():
     """L = 3 simplex, omega 0.6, alpha 0.4045, 2^10 points per scrambling: the positional point's scramblings sit on a
     ring of near-fixed points at angles their own points pin (docs/numerics.md, "the angle along the L = 3 ring"), so
     the mean of their m, pointed one way by sign, is shorter than each.  Reference: each scrambling's own rms m, from
-    its fixed point (hints.replica_x) unpacked afresh, which no choice of sign or angle changes.  The reported m's
-    error covers their mean, and a warning with its code says why (before: 0.1346 +- 0.0011 against their 0.1389, 3.9
-    errors short, with no warning).  Not raised where the scramblings' vectors align exactly (the study's point)."""
+    its fixed point (hints.replica_x) unpacked afresh, which no choice of sign or angle changes.  The reported m is
+    within 3 of its errors of their mean, and where it falls short by more than 3 of their own standard errors a
+    warning with its code says so (on the machine this was written on: 0.1346 +- 0.0011 reported against their
+    0.1389 +- 0.0011 before, 3.9 errors short, with no warning; now flagged, error 0.0054).  Not raised where the
+    scramblings' vectors align exactly (the study's point)."""
     prec = Precision("coarse", 10, 6, 3e-4, max_iter=80, accept=3e-3)
     fp = solve(W06, 0.4045, "positional", prec)
     bm = branch_map(W06, 0.4045, "positional", integration_points(W06, prec, 0, 0))
-    own = [summaries(bm.unpack(np.asarray(x)))["m"] for x in fp.hints.replica_x]
+    own = np.array([summaries(bm.unpack(np.asarray(x)))["m"] for x in fp.hints.replica_x])
     assert fp.status == Status.ok and len(own) == 6, fp
-    assert NoteCode.directions_differ in [w.code for w in fp.warnings]
-    assert abs(fp.summary()["m"] - np.mean(own)) <= fp.errors["m"]
+    short = own.mean() - fp.summary()["m"]
+    flagged = NoteCode.directions_differ in [w.code for w in fp.warnings]
+    assert flagged == (short > 3 * own.std(ddof=1) / np.sqrt(len(own))), (short, fp.warnings)
+    assert abs(short) <= 3 * fp.errors["m"], (short, fp.errors["m"])
     study = solve(Setting(), 1.5, "positional", "fast")
     assert study.status == Status.ok and NoteCode.directions_differ not in [w.code for w in study.warnings]
 
