@@ -25,7 +25,9 @@ coordinate.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 
 import numba
 import numpy as np
@@ -93,39 +95,10 @@ def exactness(omega: float, log2n: int, draws: int, setting: str = "study") -> N
                   f"{t_cont / draws:>7.3f}")
 
 
-def curve(omega: float) -> None:
-    s = Setting(omega=omega)
-    counts = {"full": 0, "continued": 0}
-    step = BranchMap.step
-
-    def counted(self, x):
-        before = dict(self.evaluations)
-        out = step(self, x)
-        if self.points.shape[1] == 2 ** PRECISIONS["default"].log2_points:
-            for k in counts:
-                counts[k] += self.evaluations[k] - before[k]
-        return out
-
-    BranchMap.step = counted
-    solve_curve(s, [1.0], "positional", "fast")  # compile outside the timings
-    alphas = np.linspace(0.1, 2.0, 20)
-    print(f"omega {omega}, alphas 0.1:2:20, default precision, one process, numba threads {numba.get_num_threads()}")
-    print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'continued':>9} {'scramblings':>11} {'valid':>5}")
-    for branch in ("positional", "semantic", "agnostic"):
-        for k in counts:
-            counts[k] = 0
-        t0 = time.perf_counter()
-        pts = solve_curve(s, alphas, branch, "default")
-        dt = time.perf_counter() - t0
-        print(f"{branch:>10} {dt:>8.1f} {counts['full']:>5d} {counts['continued']:>9d} "
-              f"{sum(p.n_replicas for p in pts):>11d} {sum(p.valid for p in pts):>5d}")
-    BranchMap.step = step
-
-
-def point(omega: float, alpha: float, name: str) -> None:
-    """Where one alpha's branches spend their time: a full evaluation (own starts) is needed at least once per
-    scrambling (its points are new), and costs several continued ones."""
-    s = Setting(omega=omega, **SETTINGS[name][0])
+@contextlib.contextmanager
+def _counted_evaluations() -> Iterator[dict]:
+    """BranchMap's evaluations at full resolution (default precision's points) while the block runs, by kind: full,
+    continued, the seconds in full ones, and warm (cheap) ones.  Reset a kind by setting it to 0."""
     full_res = 2 ** PRECISIONS["default"].log2_points
     counts = {"full": 0, "continued": 0, "full_s": 0.0, "warm": 0}
     step, cheap = BranchMap.step, BranchMap.cheap
@@ -146,23 +119,51 @@ def point(omega: float, alpha: float, name: str) -> None:
         return cheap(self, x)
 
     BranchMap.step, BranchMap.cheap = counted, counted_cheap
-    solve(s, alpha, "semantic", "fast")  # compile outside the timings
-    print(f"setting {name}, omega {omega}, alpha {alpha}, default precision, one process, numba threads "
-          f"{numba.get_num_threads()}")
-    print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'in full s':>9} {'continued':>9} {'warm':>5} {'scramblings':>11} "
-          f"{'status':>13}")
-    total = 0.0
-    for branch in branches_for(s):
-        for k in counts:
-            counts[k] = 0
-        t0 = time.perf_counter()
-        fp = solve(s, alpha, branch, "default")
-        dt = time.perf_counter() - t0
-        total += dt
-        print(f"{branch:>10} {dt:>8.2f} {counts['full']:>5d} {counts['full_s']:>9.2f} {counts['continued']:>9d} "
-              f"{counts['warm']:>5d} {fp.n_replicas:>11d} {fp.status.value:>13}")
-    print(f"{'all':>10} {total:>8.2f}")
-    BranchMap.step, BranchMap.cheap = step, cheap
+    try:
+        yield counts
+    finally:
+        BranchMap.step, BranchMap.cheap = step, cheap
+
+
+def curve(omega: float) -> None:
+    s = Setting(omega=omega)
+    with _counted_evaluations() as counts:
+        solve_curve(s, [1.0], "positional", "fast")  # compile outside the timings
+        alphas = np.linspace(0.1, 2.0, 20)
+        print(f"omega {omega}, alphas 0.1:2:20, default precision, one process, numba threads "
+              f"{numba.get_num_threads()}")
+        print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'continued':>9} {'scramblings':>11} {'valid':>5}")
+        for branch in ("positional", "semantic", "agnostic"):
+            for k in counts:
+                counts[k] = 0
+            t0 = time.perf_counter()
+            pts = solve_curve(s, alphas, branch, "default")
+            dt = time.perf_counter() - t0
+            print(f"{branch:>10} {dt:>8.1f} {counts['full']:>5d} {counts['continued']:>9d} "
+                  f"{sum(p.n_replicas for p in pts):>11d} {sum(p.valid for p in pts):>5d}")
+
+
+def point(omega: float, alpha: float, name: str) -> None:
+    """Where one alpha's branches spend their time: a full evaluation (own starts) is needed at least once per
+    scrambling (its points are new), and costs several continued ones."""
+    s = Setting(omega=omega, **SETTINGS[name][0])
+    with _counted_evaluations() as counts:
+        solve(s, alpha, "semantic", "fast")  # compile outside the timings
+        print(f"setting {name}, omega {omega}, alpha {alpha}, default precision, one process, numba threads "
+              f"{numba.get_num_threads()}")
+        print(f"{'branch':>10} {'seconds':>8} {'full':>5} {'in full s':>9} {'continued':>9} {'warm':>5} "
+              f"{'scramblings':>11} {'status':>13}")
+        total = 0.0
+        for branch in branches_for(s):
+            for k in counts:
+                counts[k] = 0
+            t0 = time.perf_counter()
+            fp = solve(s, alpha, branch, "default")
+            dt = time.perf_counter() - t0
+            total += dt
+            print(f"{branch:>10} {dt:>8.2f} {counts['full']:>5d} {counts['full_s']:>9.2f} {counts['continued']:>9d} "
+                  f"{counts['warm']:>5d} {fp.n_replicas:>11d} {fp.status.value:>13}")
+        print(f"{'all':>10} {total:>8.2f}")
 
 
 def steering(omega: float, log2n: int, names: list[str]) -> None:
