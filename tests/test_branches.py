@@ -73,8 +73,11 @@ def test_scaled_start_follows_alpha_and_the_ridge():
         o = scaled_start(s, a, "positional")
         assert o.V[0, 0] == pytest.approx(25.0 / (1 + a)) and abs(o.m[0, 0]) == pytest.approx(0.27)
     assert scaled_start(Setting(sigma=1.0), 3.0, "semantic").V[0, 0] == pytest.approx(100.0 / 4)
-    names = [n for n, _ in named_starts(Setting(L=3), "positional", 1.5)]
+    names = [n for n, _ in named_starts(Setting(L=3, positions="orthogonal"), "positional", 1.5)]
     assert names == ["scaled", "wide_m", "pattern"]
+    # (token patterns replace the ring's starts; r* = 2 keeps wide_m for its far point)
+    assert [n for n, _ in named_starts(Setting(L=3), "positional", 1.5)] == ["scaled"]
+    assert [n for n, _ in named_starts(Setting(L=3, r_star=2), "positional", 1.5)] == ["scaled", "wide_m"]
     # mixed start for r > 2 and r* = 2 (column 0 semantic, column 1 positional, the rest small).
     o = mixed_start_from(None, None, Setting(r=3, r_star=2))
     assert o.dims == (2, 3, 2) and np.all(o.m[:, 0] == 0) and np.all(o.theta[1:] == 0) and o.theta[0, 0] > 0

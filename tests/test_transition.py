@@ -640,7 +640,7 @@ def test_semantic_end_settled_at_the_pitchfork_as_the_bisection_classifies_it() 
 @pytest.mark.slow
 def test_an_appearance_lost_above_its_pitchfork_is_settled_without_bisecting_the_solvers_reach() -> None:
     """L = 3 simplex, omega 0.6, fast: the positional branch is born at a pitchfork near 0.151 (the linearised
-    condition), the solver does not converge to it at the interval's top (0.164), and the squared m of its valid
+    condition), the solver may not converge to it at the interval's top (0.164), and the squared m of its valid
     points above extrapolates to zero inside the interval.  The record is the one the full bisection and
     classify_end give (the pitchfork), without the bisection's solves between the interval and the lowest valid
     point; its interval reaches up to that point, so it holds the bisected one (when this was measured the bisection
@@ -662,9 +662,10 @@ def test_an_appearance_lost_above_its_pitchfork_is_settled_without_bisecting_the
     bisected = full.ends["alpha_pos_appears"]  # the solver's own end, by bisection
     top = [p for p in quick.points if p.branch == "positional" and p.alpha == pytest.approx(pitch.hi)]
     if top and top[0].valid:
-        # (On one CPU the solver converges at the interval's top: the record ends there, inside the bisected
-        # bracket [0.1608, 0.1719], which the bisection's invalid point at 0.1608 and valid one at 0.1719 bound.)
-        assert got.hi == pytest.approx(pitch.hi) and bisected.lo <= got.hi <= bisected.hi
+        # (Where the solver converges at the interval's top the record ends there, and the bisected bracket overlaps
+        # it: on one CPU before token patterns [0.1608, 0.1719]; on their lines the solver converges further down,
+        # [0.1387, 0.1497], inside the pitchfork's interval.)
+        assert got.hi == pytest.approx(pitch.hi) and bisected.lo <= got.hi and got.lo <= bisected.hi
     else:
         assert ref.hi <= got.hi == pytest.approx(0.2273) and bisected.hi <= got.hi
     assert got.lo <= bisected.lo and got.lo <= pitch.value <= got.hi

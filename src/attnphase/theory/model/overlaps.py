@@ -24,6 +24,7 @@ target depends on h* only through the scores h*_l . h*_k, for any omega: the ome
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -189,6 +190,14 @@ class Layout:
         untied = bool(getattr(setting, "untied", False))
         return cls.build(setting.L, setting.field_rank if untied else setting.r, setting.r_star, setting.gram, branch,
                          untied)
+
+    def on_line(self, v: np.ndarray) -> Layout:
+        """This layout with m restricted to the line through v (L,): m = v c; pack projects onto it (a token
+        pattern's line, model.patterns)."""
+        u = np.asarray(v, dtype=float).reshape(self.L, 1)
+        u = u / np.abs(u).max()
+        sizes = (self.sizes[0], self.r if self.branch.has_m else 0, self.sizes[2], self.sizes[3])
+        return dataclasses.replace(self, basis=u, _pinv=np.linalg.pinv(u), sizes=sizes)
 
     @property
     def size(self) -> int:

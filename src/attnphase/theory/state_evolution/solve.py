@@ -33,6 +33,7 @@ from attnphase.theory.model.overlaps import (
     rotate,
     rotate_hats,
 )
+from attnphase.theory.model.patterns import pattern_line, token_patterns
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
@@ -123,7 +124,7 @@ def _coarse_tol(prec: Precision) -> float:
 
 
 def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
-                  kernel: str) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
+                  kernel: str, line: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
     damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
     coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
@@ -131,7 +132,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     solve fails (the full-resolution path then decides from the original start, as without it), except after a
     collapse (reseeded: see below)."""
     pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
-    bm = BranchMap(setting, alpha, b, pts, kernel=kernel)
+    bm = BranchMap(setting, alpha, b, pts, kernel=kernel, line=line)
     sol = anderson(bm.step, x, tol=_coarse_tol(prec), max_iter=prec.max_iter, admissible=bm.admissible,
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                    approx=bm.approximate)
@@ -189,7 +190,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     measured there).  Where no start gives a valid positional or agnostic point (L = 2), it is continued internally
     from alpha = LADDER_FROM (the mixed branch from 1), and for a teacher of rank r* >= 2 the positional branch is
     continued so always, the lower of it and the starts' points kept (LADDER_BASE).  Which starts ran and what each
-    gave: FixedPoint.starts (empty where the first one sufficed).
+    gave: FixedPoint.starts (empty where the first one sufficed).  The positional branch of a setting every token
+    permutation leaves unchanged (model.patterns) is solved so on each token pattern's line, start names prefixed
+    with the pattern ("1:2 default"), the lowest kept; with init on a pattern's line, on that line.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
@@ -209,7 +212,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
                                         multistart=multistart))
     if init is not None:
-        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel)
+        # A start on a token pattern's line (a curve's previous point) continues that pattern's branch.
+        o = init.overlaps if isinstance(init, FixedPoint) else init
+        line = pattern_line(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
+        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, line=line)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
 
@@ -261,12 +267,13 @@ def _first_valid(setting: Setting, branch: str) -> bool:
     """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
     everywhere but the tied student's positional branch outside the study shape (r* >= 2: a far point, m 2.83, train
     loss 0.0138, from the default start; r >= 2: at alpha 2 the default start's point is a far one, q 2.05, m 3.43,
-    train loss 0.0473, the scaled start's and the curve's q 0.044, m 0.226, 0.00344; L > 2: a shallow ring of
-    positional minima), and the mixed branch."""
+    train loss 0.0473, the scaled start's and the curve's q 0.044, m 0.226, 0.00344; L > 2 without token
+    patterns: a shallow ring of positional minima), and the mixed branch."""
     if branch == MIXED:
         return False
     if branch == "positional" and not setting.untied:
-        return is_study_shape(setting)
+        # (with token patterns each line is one branch, not a ring: its first valid start, as at L = 2)
+        return is_study_shape(setting) or (bool(token_patterns(setting)) and setting.r_star == 1)
     return True
 
 
@@ -274,17 +281,24 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
                   ladder: bool) -> FixedPoint:
     tried: list[tuple[str, FixedPoint | None]] = []
     first = _first_valid(setting, branch)
-    memo = _CoarseMemo()
-    for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
-        o = start() if callable(start) else start
-        if o is None and name != "default":
-            tried.append((name, None))
-            continue
-        memo.name = name
-        fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, memo)
-        tried.append((name, fp))
-        if fp.valid and first:
-            break
+    same_as: dict[str, str] = {}
+    # The positional branch of an exchangeable setting: one branch per token pattern, each on its line (the lowest
+    # kept, as among starts); elsewhere the free solve.
+    lines = (token_patterns(setting) if branch == "positional" else []) or [("", None)]
+    for pattern, line in lines:
+        memo = _CoarseMemo()  # (per line: two lines' coarse points share coordinates, not overlaps)
+        for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
+            name = f"{pattern} {name}" if pattern else name
+            o = start() if callable(start) else start
+            if o is None and not name.endswith("default"):
+                tried.append((name, None))
+                continue
+            memo.name = name
+            fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, memo, line=line)
+            tried.append((name, fp))
+            if fp.valid and first:
+                break
+        same_as.update(memo.same_as)
     # (L = 2 only: for L = 3 simplex, omega 0.3, alpha 1.5 the ladder's base at alpha 0.5 does not converge either, on
     # the ring of positional minima, and cost 20 s of CPU for the verdict the four starts had given.)
     # For a teacher of rank r* >= 2 the ladder runs even where a start gave a valid positional point, and the lower
@@ -296,7 +310,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and (several or not any(
             p is not None and p.valid for _, p in tried)):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
-    best = _best_of(tried, memo.same_as)
+    best = _best_of(tried, same_as)
     ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
     if ends and not best.valid:
         # The branch's own path ends before alpha: a verdict, where the starts gave none (omega 0, alpha 1, on one
@@ -488,11 +502,19 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
 
 
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
-           kernel: str, memo: _CoarseMemo | None = None) -> FixedPoint:
+           kernel: str, memo: _CoarseMemo | None = None, line: np.ndarray | None = None) -> FixedPoint:
+    """One branch from one start; with `line`, the positional branch with m held on that token pattern's line."""
     branch = b.value
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
-    x = layout.pack(_start(setting, b, init))
+    o_start = _start(setting, b, init)
+    if line is not None:
+        layout = layout.on_line(line)
+        # the start's m turned onto the line, its size kept
+        u = np.asarray(line, dtype=float).reshape(-1, 1)
+        sign = 1.0 if float(np.sum(u * o_start.m)) >= 0 else -1.0
+        o_start = dataclasses.replace(o_start, m=sign * float(np.linalg.norm(o_start.m)) * u / np.linalg.norm(u))
+    x = layout.pack(o_start)
     overlaps_reps: list[Overlaps] = []
     raw_reps: list[Overlaps] = []  # each scrambling's fixed point with the signs the iteration found
     hats_reps: list[HatOverlaps] = []
@@ -515,7 +537,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     coarse_nm = False  # nm is the coarse pre-solve's (not a neighbour's along a curve)
     x_coarse = None  # its fixed point, for the memo
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
-        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel)
+        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel, line)
         iters += n_coarse
         coarse_nm = nm is not None
         if memo is not None and coarse_nm:
@@ -534,7 +556,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if rep >= max(prec.replicas, prec.max_replicas) or (
                 rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
-        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel)
+        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel, line=line)
         x = _replica_start(rep, x, xs, hint if nm is not None else SolverHints(), alpha, bm)
         sol: SolverResult | None = None  # the chord's result where it converged
         if nm is not None:
@@ -573,16 +595,6 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
                            collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
                                                   prec), approx=bm.approximate)
-            if sol.status == Status.not_converged and sol.residual <= FRESH_RETRY_MAX:
-                # The iteration creeps along a slow direction: Newton from its last iterate, with the Jacobian there
-                # (L = 3 simplex, omega 0.6, positional next to its pitchfork at 0.15: m turns slowly along a ring
-                # of near-minima, residual 0.017 after 80 steps while the Jacobian contracts by at most 0.62 there;
-                # chord steps reach the fixed point in 4 evaluations).
-                tried, fresh, n_eval = _fresh_chord(bm, sol.x, prec, secant_min=SECANT_MIN)
-                iters += n_eval
-                if tried is not None and tried.converged:
-                    iters += sol.nit  # (the iteration's; the chord's are added below)
-                    sol, nm, by_chord = tried, fresh, True
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
@@ -743,15 +755,14 @@ def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> tuple[np.ndarray | Non
     return newton_matrix(J), n_eval
 
 
-def _fresh_chord(bm: BranchMap, x: np.ndarray, prec: Precision,
-                 secant_min: float = 0.0) -> tuple[SolverResult | None, np.ndarray | None, int]:
+def _fresh_chord(bm: BranchMap, x: np.ndarray, prec: Precision) -> tuple[SolverResult | None, np.ndarray | None, int]:
     """Chord steps from x with the Newton matrix at x (_fresh_newton_matrix): (their result, or None where there is
     no such matrix; the matrix; the map evaluations its Jacobian spent)."""
     fresh, n_eval = _fresh_newton_matrix(bm, x)
     if fresh is None:
         return None, None, n_eval
     return chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible, scale=bm.layout.scale,
-                 accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=secant_min), fresh, n_eval
+                 accept=prec.accept, cheap=bm.cheap if bm.warmable else None), fresh, n_eval
 
 
 def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: SolverHints, alpha: float,

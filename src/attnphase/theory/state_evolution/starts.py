@@ -13,6 +13,7 @@ import numpy as np
 
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, lift_to_untied
+from attnphase.theory.model.patterns import token_patterns
 from attnphase.theory.state_evolution.results import FixedPoint
 
 START_V = 0.6  # the default start's V in units of sigma^2 / lambda
@@ -139,7 +140,9 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     """(name, overlaps) of the starts besides the default one that need no solve: "scaled" (scaled_start; only
     with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
     r* >= 2 or L > 2 "wide_m" (q 0.08, twice the default m; for r >= 2 at L = 2, r* = 1 it never converged where the
-    default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern" (see structured_starts)."""
+    default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern" (see structured_starts); at L > 2 only
+    without token patterns (model.patterns: the branch is then solved on each pattern's line, where no ring is
+    left), wide_m for r* >= 2 still."""
     b = as_branch(branch)
     out: list[tuple[str, Overlaps]] = []
     # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
@@ -150,9 +153,11 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     if setting.untied:
         return out
     d0 = default_start(setting, b)
-    if b == Branch.positional and (setting.L > 2 or setting.r_star > 1):
+    # (not where the branch is solved on token patterns' lines, r* = 1: they replace the ring's starts)
+    ring = setting.L > 2 and not token_patterns(setting)
+    if b == Branch.positional and (ring or setting.r_star > 1):
         out.append(("wide_m", Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)))
-        if setting.L > 2:
+        if ring:
             e = np.zeros(setting.L)
             e[0] = 1.0
             pattern = setting.gram @ (e - e.mean())
