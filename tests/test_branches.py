@@ -73,7 +73,7 @@ def test_scaled_start_follows_alpha_and_the_ridge():
         o = scaled_start(s, a, "positional")
         assert o.V[0, 0] == pytest.approx(25.0 / (1 + a)) and abs(o.m[0, 0]) == pytest.approx(0.27)
     assert scaled_start(Setting(sigma=1.0), 3.0, "semantic").V[0, 0] == pytest.approx(100.0 / 4)
-    names = [n for n, _ in named_starts(Setting(L=3, positions="orthogonal"), "positional", 1.5)]
+    names = [n for n, _ in named_starts(Setting(L=3, A="0.5,0.3,0.2;0.3,0.4,0.3;0.2,0.3,0.5"), "positional", 1.5)]
     assert names == ["scaled", "wide_m", "pattern"]
     # (token patterns replace the ring's starts; r* = 2 keeps wide_m for its far point)
     assert [n for n, _ in named_starts(Setting(L=3), "positional", 1.5)] == ["scaled"]
@@ -146,11 +146,11 @@ def test_no_positional_point_at_four_tokens_where_training_leaves_the_positional
 
 @pytest.mark.slow
 def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
-    """L = 4 orthogonal, alpha 1.5, positional (fast): the default start leaves the map's domain at its first steps
-    (inadmissible), the three others collapse: the branch is collapsed (absent), not inadmissible (before: the first
-    start's status was reported whatever the others said)."""
+    """L = 4 orthogonal, alpha 1.5, positional (fast): in each token pattern's subspace the default start leaves the
+    map's domain at its first steps (inadmissible), the scaled one collapses: the branch is collapsed (absent), not
+    inadmissible (before: the first start's status was reported whatever the others said)."""
     p = solve(Setting(omega=0.3, L=4, positions="orthogonal"), 1.5, "positional", "fast")
-    assert [st.status for st in p.starts] == [Status.inadmissible] + [Status.collapsed] * 3
+    assert [st.status for st in p.starts] == [Status.inadmissible, Status.collapsed] * 5
     assert p.status == Status.collapsed and not p.valid
 
 

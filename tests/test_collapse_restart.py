@@ -8,6 +8,7 @@ import pytest
 from attnphase import Setting
 from attnphase.notes import NoteCode
 from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.model.patterns import pattern_subspace
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Status
@@ -162,7 +163,7 @@ def test_the_ring_point_is_solved_on_a_token_patterns_line_as_each_scramblings_f
     free = Layout.for_setting(W06, "positional")
     c = free.pack(fp.overlaps)[free.block("m")]
     direction = c / np.linalg.norm(c)
-    line = free.on_line(fp.overlaps.m[:, 0])
+    line = free.on_subspace(pattern_subspace(W06, fp.overlaps.m))  # (its basis up to sign: the solver's)
     own = [summaries(line.unpack(np.asarray(x))) for x in fp.hints.replica_x]
     assert len(own) == fp.n_replicas >= prec.replicas
     ref = _on_a_line(W06, 0.4045, prec, fp.overlaps, direction, summary=True)
@@ -204,7 +205,7 @@ def test_a_ring_points_size_is_not_reported_short_of_its_scramblings_own():
         fp = solve(s, 0.4045, "positional", prec)
         layout = Layout.for_setting(s, "positional")
         if s is W06:
-            layout = layout.on_line(fp.overlaps.m[:, 0])
+            layout = layout.on_subspace(pattern_subspace(s, fp.overlaps.m))
         own = np.array([summaries(layout.unpack(np.asarray(x)))["m"] for x in fp.hints.replica_x])
         assert fp.status == Status.ok and len(own) == 6, fp
         short = own.mean() - fp.summary()["m"]

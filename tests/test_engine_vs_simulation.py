@@ -46,7 +46,8 @@ CASES = {
 }
 # The positional branch beyond L = 2 where it is the minimum: L = 3 simplex, omega = 0.6, alpha = 0.5, at d = 1000.
 # Measured rms |m| (lbfgs): 0.171 +- 0.003 at d = 500, 0.160 +- 0.003 at d = 1000, 0.171 +- 0.0015 at d = 2000,
-# theory 0.1588: above the theory by 1-8% with no trend in d, at d = 2000 exactly at the tolerance (docs/rank2.md).
+# theory 0.1588 (0.1605 on the 1+1- token pattern's line since): above the theory by 0-8% with no trend in d, at d = 2000
+# at the tolerance (docs/rank2.md).
 L3_POSITIONAL = {"shape": (3, 1, 1, "simplex"), "omega": 0.6, "alpha": 0.5, "d": 1000}
 KEYS = ("train_loss", "test_error", "q", "m", "theta")
 # The rank-2 teacher's semantic branch, away from its end (alpha ~ 1.75), with a whitened teacher (Q*^T Q* / d = I
@@ -64,7 +65,7 @@ def setting_of(shape: tuple, omega: float = OMEGA) -> Setting:
 def theory_point(setting: Setting, alpha: float, branch: str, precision: str = "fast"):  # noqa: ANN201
     """The branch's fixed point with the lowest training loss over the default and solve's extra starts
     (multistart: the default start alone lands on a far, higher-loss positional point for r* = 2, m 2.83, train
-    loss 0.0138 against 0.0060; it drifts along the ring of positional minima for L = 3; the rank-2 student's mixed
+    loss 0.0138 against 0.0060; for L = 3 each token pattern from its own start; the rank-2 student's mixed
     branch runs from the mixed start)."""
     return solve(setting, alpha, branch, precision, multistart=True)
 

@@ -191,13 +191,12 @@ class Layout:
         return cls.build(setting.L, setting.field_rank if untied else setting.r, setting.r_star, setting.gram, branch,
                          untied)
 
-    def on_line(self, v: np.ndarray) -> Layout:
-        """This layout with m restricted to the line through v (L,): m = v c; pack projects onto it (a token
-        pattern's line, model.patterns)."""
-        u = np.asarray(v, dtype=float).reshape(self.L, 1)
-        u = u / np.abs(u).max()
-        sizes = (self.sizes[0], self.r if self.branch.has_m else 0, self.sizes[2], self.sizes[3])
-        return dataclasses.replace(self, basis=u, _pinv=np.linalg.pinv(u), sizes=sizes)
+    def on_subspace(self, basis: np.ndarray) -> Layout:
+        """This layout with m restricted to span(basis) (L x p): m = basis c, pack projects onto it (a token
+        pattern's subspace, model.patterns)."""
+        B = np.asarray(basis, dtype=float).reshape(self.L, -1)
+        sizes = (self.sizes[0], B.shape[1] * self.r if self.branch.has_m else 0, self.sizes[2], self.sizes[3])
+        return dataclasses.replace(self, basis=B, _pinv=np.linalg.pinv(B), sizes=sizes)
 
     @property
     def size(self) -> int:

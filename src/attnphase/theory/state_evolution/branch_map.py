@@ -41,20 +41,20 @@ class BranchMap:
     the neutral directions of the exact rotation symmetry.  Raises fixed_point.Inadmissible where the map
     cannot be evaluated.  Coordinate names: ``bm.layout.names()``.  Near its last full evaluation the map
     continues that evaluation's local minimisers (see :meth:`step`); ``bm.evaluations`` counts both kinds.
-    ``line`` (positional branch, L-vector): m held on that line, a token pattern's (model.patterns), the image
-    projected onto it.
+    ``subspace`` (positional branch, an L x p basis): m held in its span, a token pattern's (model.patterns), the
+    image projected onto it.
     """
 
     def __init__(self, setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
-                 kernel: str = "auto", line: np.ndarray | None = None) -> None:
+                 kernel: str = "auto", subspace: np.ndarray | None = None) -> None:
         self.setting = setting
         self.alpha = float(alpha)
         self.branch = as_branch(branch)
         self.points = points
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
-        if line is not None:
-            self.layout = self.layout.on_line(line)
+        if subspace is not None:
+            self.layout = self.layout.on_subspace(subspace)
         # Not on a tied student's agnostic branch: at m = theta = 0 the map commutes with every rotation of the
         # student directions and its fixed point is isotropic (q, V ~ multiples of I: nothing neutral to remove),
         # while diagonalising a near-isotropic q rotates V at random from one step to the next (r = 2, alpha 1.5:

@@ -33,7 +33,7 @@ from attnphase.theory.model.overlaps import (
     rotate,
     rotate_hats,
 )
-from attnphase.theory.model.patterns import pattern_line, token_patterns
+from attnphase.theory.model.patterns import Pattern, pattern_subspace, token_patterns
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
@@ -124,7 +124,7 @@ def _coarse_tol(prec: Precision) -> float:
 
 
 def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
-                  kernel: str, line: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
+                  kernel: str, subspace: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
     damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
     coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
@@ -132,7 +132,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     solve fails (the full-resolution path then decides from the original start, as without it), except after a
     collapse (reseeded: see below)."""
     pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
-    bm = BranchMap(setting, alpha, b, pts, kernel=kernel, line=line)
+    bm = BranchMap(setting, alpha, b, pts, kernel=kernel, subspace=subspace)
     sol = anderson(bm.step, x, tol=_coarse_tol(prec), max_iter=prec.max_iter, admissible=bm.admissible,
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                    approx=bm.approximate)
@@ -191,8 +191,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     from alpha = LADDER_FROM (the mixed branch from 1), and for a teacher of rank r* >= 2 the positional branch is
     continued so always, the lower of it and the starts' points kept (LADDER_BASE).  Which starts ran and what each
     gave: FixedPoint.starts (empty where the first one sufficed).  The positional branch of a setting every token
-    permutation leaves unchanged (model.patterns) is solved so on each token pattern's line, start names prefixed
-    with the pattern ("1:2 default"), the lowest kept; with init on a pattern's line, on that line.
+    permutation leaves unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed
+    with the pattern ("1:2 default"), the lowest kept; with init in a pattern's subspace, in that subspace.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
@@ -212,10 +212,11 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
                                         multistart=multistart))
     if init is not None:
-        # A start on a token pattern's line (a curve's previous point) continues that pattern's branch.
+        # A start in a token pattern's subspace (a curve's previous point) continues that pattern's branch.
         o = init.overlaps if isinstance(init, FixedPoint) else init
-        line = pattern_line(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
-        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, line=line)
+        basis = pattern_subspace(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
+        pattern = Pattern("", basis, np.zeros(setting.L)) if basis is not None else None
+        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=pattern)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
 
@@ -272,7 +273,7 @@ def _first_valid(setting: Setting, branch: str) -> bool:
     if branch == MIXED:
         return False
     if branch == "positional" and not setting.untied:
-        # (with token patterns each line is one branch, not a ring: its first valid start, as at L = 2)
+        # (with token patterns each pattern is one branch, not a ring: its first valid start, as at L = 2)
         return is_study_shape(setting) or (bool(token_patterns(setting)) and setting.r_star == 1)
     return True
 
@@ -282,19 +283,19 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     tried: list[tuple[str, FixedPoint | None]] = []
     first = _first_valid(setting, branch)
     same_as: dict[str, str] = {}
-    # The positional branch of an exchangeable setting: one branch per token pattern, each on its line (the lowest
-    # kept, as among starts); elsewhere the free solve.
-    lines = (token_patterns(setting) if branch == "positional" else []) or [("", None)]
-    for pattern, line in lines:
-        memo = _CoarseMemo()  # (per line: two lines' coarse points share coordinates, not overlaps)
+    # The positional branch of an exchangeable setting: one branch per token pattern, each in its subspace (the
+    # lowest kept, as among starts); elsewhere the free solve.
+    patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
+    for pattern in patterns:
+        memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
         for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
-            name = f"{pattern} {name}" if pattern else name
+            name = f"{pattern.name} {name}" if pattern is not None else name
             o = start() if callable(start) else start
             if o is None and not name.endswith("default"):
                 tried.append((name, None))
                 continue
             memo.name = name
-            fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, memo, line=line)
+            fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, memo, pattern=pattern)
             tried.append((name, fp))
             if fp.valid and first:
                 break
@@ -502,18 +503,20 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
 
 
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
-           kernel: str, memo: _CoarseMemo | None = None, line: np.ndarray | None = None) -> FixedPoint:
-    """One branch from one start; with `line`, the positional branch with m held on that token pattern's line."""
+           kernel: str, memo: _CoarseMemo | None = None, pattern: Pattern | None = None) -> FixedPoint:
+    """One branch from one start; with a token pattern, the positional branch with m held in its subspace."""
     branch = b.value
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
     o_start = _start(setting, b, init)
-    if line is not None:
-        layout = layout.on_line(line)
-        # the start's m turned onto the line, its size kept
-        u = np.asarray(line, dtype=float).reshape(-1, 1)
-        sign = 1.0 if float(np.sum(u * o_start.m)) >= 0 else -1.0
-        o_start = dataclasses.replace(o_start, m=sign * float(np.linalg.norm(o_start.m)) * u / np.linalg.norm(u))
+    subspace = pattern.basis if pattern is not None else None
+    if subspace is not None:
+        layout = layout.on_subspace(subspace)
+        m = o_start.m[:, 0]
+        if np.linalg.norm(m - subspace @ (subspace.T @ m)) > 1e-9 * np.linalg.norm(m):
+            # a start outside the subspace: its m turned to the pattern's direction, its size kept
+            sign = 1.0 if float(pattern.direction @ m) >= 0 else -1.0
+            o_start = dataclasses.replace(o_start, m=(sign * np.linalg.norm(m) * pattern.direction)[:, None])
     x = layout.pack(o_start)
     overlaps_reps: list[Overlaps] = []
     raw_reps: list[Overlaps] = []  # each scrambling's fixed point with the signs the iteration found
@@ -537,7 +540,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     coarse_nm = False  # nm is the coarse pre-solve's (not a neighbour's along a curve)
     x_coarse = None  # its fixed point, for the memo
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
-        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel, line)
+        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel, subspace)
         iters += n_coarse
         coarse_nm = nm is not None
         if memo is not None and coarse_nm:
@@ -556,7 +559,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         if rep >= max(prec.replicas, prec.max_replicas) or (
                 rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
-        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel, line=line)
+        bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel,
+                       subspace=subspace)
         x = _replica_start(rep, x, xs, hint if nm is not None else SolverHints(), alpha, bm)
         sol: SolverResult | None = None  # the chord's result where it converged
         if nm is not None:
@@ -595,6 +599,16 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
                            collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
                                                   prec), approx=bm.approximate)
+            if sol.status == Status.not_converged and sol.residual <= FRESH_RETRY_MAX:
+                # The iteration creeps along a slow direction: Newton from its last iterate, with the Jacobian there
+                # (a free solve on the L = 3 ring, simplex, omega 0.6, positional next to its pitchfork at 0.15: m
+                # turns slowly along the ring of near-minima, residual 0.017 after 80 steps while the Jacobian
+                # contracts by at most 0.62 there; chord steps reach the fixed point in 4 evaluations).
+                tried, fresh, n_eval = _fresh_chord(bm, sol.x, prec, secant_min=SECANT_MIN)
+                iters += n_eval
+                if tried is not None and tried.converged:
+                    iters += sol.nit  # (the iteration's; the chord's are added below)
+                    sol, nm, by_chord = tried, fresh, True
         iters += sol.nit
         warnings.extend(w for w in sol.warnings if w not in warnings)
         if rep == 0 and prec.replicas > 1 and sol.status == Status.ok and not by_chord:
@@ -755,14 +769,15 @@ def _fresh_newton_matrix(bm: BranchMap, x: np.ndarray) -> tuple[np.ndarray | Non
     return newton_matrix(J), n_eval
 
 
-def _fresh_chord(bm: BranchMap, x: np.ndarray, prec: Precision) -> tuple[SolverResult | None, np.ndarray | None, int]:
+def _fresh_chord(bm: BranchMap, x: np.ndarray, prec: Precision,
+                 secant_min: float = 0.0) -> tuple[SolverResult | None, np.ndarray | None, int]:
     """Chord steps from x with the Newton matrix at x (_fresh_newton_matrix): (their result, or None where there is
     no such matrix; the matrix; the map evaluations its Jacobian spent)."""
     fresh, n_eval = _fresh_newton_matrix(bm, x)
     if fresh is None:
         return None, None, n_eval
     return chord(bm.step, x, tol=prec.tol, matrix=fresh, admissible=bm.admissible, scale=bm.layout.scale,
-                 accept=prec.accept, cheap=bm.cheap if bm.warmable else None), fresh, n_eval
+                 accept=prec.accept, cheap=bm.cheap if bm.warmable else None, secant_min=secant_min), fresh, n_eval
 
 
 def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: SolverHints, alpha: float,

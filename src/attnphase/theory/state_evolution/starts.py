@@ -141,7 +141,7 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
     r* >= 2 or L > 2 "wide_m" (q 0.08, twice the default m; for r >= 2 at L = 2, r* = 1 it never converged where the
     default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern" (see structured_starts); at L > 2 only
-    without token patterns (model.patterns: the branch is then solved on each pattern's line, where no ring is
+    without token patterns (model.patterns: the branch is then solved in each pattern's subspace, where no ring is
     left), wide_m for r* >= 2 still."""
     b = as_branch(branch)
     out: list[tuple[str, Overlaps]] = []
