@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.setting import Setting
+from attnphase.theory.model.overlaps import range_basis
 
 _SYMMETRY_TOL = 1e-12  # entries of G and A compared with their permutation-symmetric forms
 _LEVEL_TOL = 1e-6  # relative difference at which two entries of m are read as equal (one level set)
@@ -125,8 +126,8 @@ def _holds_uniform(setting: Setting) -> bool:
 
 
 def _range_basis(setting: Setting) -> np.ndarray:
-    vals, vecs = np.linalg.eigh(setting.gram)
-    return vecs[:, vals > 1e-10 * max(1.0, float(np.abs(vals).max()))]
+    """Orthonormal basis of range(G)."""
+    return np.linalg.qr(range_basis(setting.gram))[0]
 
 
 def _within_range(setting: Setting, B: np.ndarray) -> np.ndarray:

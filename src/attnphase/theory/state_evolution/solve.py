@@ -215,7 +215,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         # A start in a token pattern's subspace (a curve's previous point) continues that pattern's branch.
         o = init.overlaps if isinstance(init, FixedPoint) else init
         basis = pattern_subspace(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
-        pattern = Pattern("", basis, np.zeros(setting.L)) if basis is not None else None
+        pattern = Pattern("", basis, o.m[:, 0] / np.linalg.norm(o.m)) if basis is not None else None
         return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=pattern)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 

@@ -153,7 +153,7 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     if setting.untied:
         return out
     d0 = default_start(setting, b)
-    # (not where the branch is solved on token patterns' lines, r* = 1: they replace the ring's starts)
+    # (at L > 2 only without token patterns: their subspaces replace the ring's starts; wide_m stays for r* >= 2)
     ring = setting.L > 2 and not token_patterns(setting)
     if b == Branch.positional and (ring or setting.r_star > 1):
         out.append(("wide_m", Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)))
