@@ -57,11 +57,12 @@ def token_patterns(setting: Setting) -> list[Pattern]:
         return []
     L = setting.L
     full = _holds_uniform(setting)
+    U = _range_basis(setting)
     out = [Pattern("uniform", np.ones((L, 1)) / np.sqrt(L), np.ones(L) / np.sqrt(L))] if full else []
     for k in range(1, L // 2 + 1):
         a = np.zeros(L)
         a[:k] = 1.0
-        basis = _within_range(setting, np.column_stack([a, 1.0 - a]))
+        basis = _within_range(U, np.column_stack([a, 1.0 - a]))
         contrast = (L - k) * a - k * (1.0 - a)  # (sum zero: in range(G) for either code)
         # (where the plane holds 1, a start with a uniform part too: on the contrast alone it would be k+k-'s at 2k = L)
         d = a if full else contrast
@@ -107,8 +108,9 @@ def pattern_subspace(setting: Setting, m: np.ndarray) -> np.ndarray | None:
                 continue  # (each pair once; the level set 0 is its own partner: 0 there)
             ind = ind - (label == k)
         cols.append(ind)
-    basis = _within_range(setting, np.column_stack(cols))
-    if basis.shape[1] == 0 or basis.shape[1] >= _range_basis(setting).shape[1]:
+    U = _range_basis(setting)
+    basis = _within_range(U, np.column_stack(cols))
+    if basis.shape[1] == 0 or basis.shape[1] >= U.shape[1]:
         return None
     return basis
 
@@ -130,9 +132,8 @@ def _range_basis(setting: Setting) -> np.ndarray:
     return np.linalg.qr(range_basis(setting.gram))[0]
 
 
-def _within_range(setting: Setting, B: np.ndarray) -> np.ndarray:
-    """Orthonormal basis of span(B) intersected with range(G)."""
-    U = _range_basis(setting)
+def _within_range(U: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of span(B) intersected with range(G) (orthonormal basis U)."""
     off = B - U @ (U.T @ B)  # the part of each column outside range(G)
     _, s, vt = np.linalg.svd(off)
     rank = int(np.sum(s > 1e-10))

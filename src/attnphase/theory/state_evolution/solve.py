@@ -33,7 +33,7 @@ from attnphase.theory.model.overlaps import (
     rotate,
     rotate_hats,
 )
-from attnphase.theory.model.patterns import Pattern, pattern_subspace, token_patterns
+from attnphase.theory.model.patterns import Pattern, exchangeable, pattern_subspace, token_patterns
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
@@ -274,7 +274,7 @@ def _first_valid(setting: Setting, branch: str) -> bool:
         return False
     if branch == "positional" and not setting.untied:
         # (with token patterns each pattern is one branch, not a ring: its first valid start, as at L = 2)
-        return is_study_shape(setting) or (bool(token_patterns(setting)) and setting.r_star == 1)
+        return is_study_shape(setting) or (exchangeable(setting) and setting.r_star == 1)
     return True
 
 
@@ -723,10 +723,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
 
 def _directions_differ(summ: list[dict], s_mean: dict, errors: dict, te_shift: float) -> list[Note]:
     """Where the scramblings' order parameters, pointed one way (signs and the exact rotations), still point different
-    ways, their mean is shorter than each of them and the size reported from it is low: at L = 3 (simplex) near the
-    positional branch's birth they lie on a ring of near-fixed points whose angle each scrambling's own points pin
-    (docs/numerics.md, "the angle along the L = 3 ring"; default precision, omega 0.6, alpha 0.4045: the mean's rms m
-    0.1359 +- 0.0001, each scrambling's 0.1404-0.1414).  Where the shortfall exceeds 3 standard errors of the
+    ways, their mean is shorter than each of them and the size reported from it is low: in a free solve near the L = 3
+    positional branch's birth (a setting without token patterns, or a start off them) they lie on a ring of near-fixed
+    points whose angle each scrambling's own points pin (docs/numerics.md, "the angle along the L = 3 ring"; default
+    precision, omega 0.6, alpha 0.4045, before token patterns: the mean's rms m 0.1359 +- 0.0001, each scrambling's
+    0.1404-0.1414).  Where the shortfall exceeds 3 standard errors of the
     scramblings' own sizes, the errors of that size and of the test error (taken at the mean) include it (updated in
     place) and a warning says so."""
     out = []

@@ -13,7 +13,7 @@ import numpy as np
 
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, as_branch, lift_to_untied
-from attnphase.theory.model.patterns import token_patterns
+from attnphase.theory.model.patterns import exchangeable
 from attnphase.theory.state_evolution.results import FixedPoint
 
 START_V = 0.6  # the default start's V in units of sigma^2 / lambda
@@ -154,7 +154,7 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
         return out
     d0 = default_start(setting, b)
     # (at L > 2 only without token patterns: their subspaces replace the ring's starts; wide_m stays for r* >= 2)
-    ring = setting.L > 2 and not token_patterns(setting)
+    ring = setting.L > 2 and not exchangeable(setting)
     if b == Branch.positional and (ring or setting.r_star > 1):
         out.append(("wide_m", Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)))
         if ring:
