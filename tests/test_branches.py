@@ -100,6 +100,19 @@ def test_study_positional_at_large_alpha_is_found_as_a_single_point_and_in_curve
     assert at(one, 3.0).train_loss == pytest.approx(0.007105, rel=2e-3)
 
 
+def test_a_point_the_path_reaches_is_solved_at_the_requested_precision():
+    """Study shape, omega 0.3, alpha 5, default precision: no start gives the positional point, so the branch is
+    continued from alpha 0.5; the path is walked at the fast precision and its point at alpha solved again at the
+    default one.  The answer is a default-precision point (its points, its scramblings) and the same point as the
+    curve followed at default precision from alpha 3 (an independent path: continuation in two steps)."""
+    s = Setting(omega=0.3)
+    single = solve(s, 5.0, "positional")
+    assert [r.name for r in single.starts][-1] == "ladder" and single.starts[0].status != Status.ok
+    assert single.valid and single.precision == "default" and single.n_replicas >= 6
+    assert single.n_points == 2**15 * single.n_replicas
+    same_point(single, at(solve_curve(s, [3.0, 4.0, 5.0], "positional"), 5.0), rel=1e-4)
+
+
 def test_study_agnostic_at_large_alpha_is_admissible_from_the_scaled_start():
     """Issue 21: the agnostic point at alpha 5 was `inadmissible` as a single point and `ok` on a grid."""
     s = Setting(omega=0.3)

@@ -49,7 +49,7 @@ from attnphase.theory.solvers.fixed_point import (
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
 from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero
-from attnphase.theory.state_evolution.precision import Precision, get_precision, integration_points
+from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
     ALL_BRANCHES,
     MIXED,
@@ -327,6 +327,45 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
             branch: str = "positional", a0: float = LADDER_FROM) -> FixedPoint:
+    """The branch continued to alpha (_walk): the path walked at the fast precision where prec is finer, its point at
+    alpha then solved at prec from the path's; where the fast walk gives neither (no point at alpha and no end of
+    the path before it) or the point at prec fails from there, the path walked again at prec.  The path's points
+    only carry the continuation, so their precision is the walk's (omega 0, alpha 1.5: the path's three points at
+    default precision took 4.9 s of the point's 5.1 s, to find that the branch ends at 0.98)."""
+    walk = _walk_precision(prec)
+    if walk is prec:
+        return _walk(setting, alpha, prec, seed, kernel, base, branch, a0)
+    rough = _walk(setting, alpha, walk, seed, kernel, base, branch, a0)
+    spent = (rough.seconds, rough.iterations)
+    if rough.valid:
+        fp = _solve(setting, alpha, as_branch(branch), prec, _polish_start(rough), seed, kernel)
+        spent = (spent[0] + fp.seconds, spent[1] + fp.iterations)
+        if fp.valid:
+            return dataclasses.replace(fp, seconds=spent[0], iterations=spent[1])
+    elif any(n.code == NoteCode.branch_end for n in rough.warnings):
+        return rough
+    fp = _walk(setting, alpha, prec, seed, kernel, base, branch, a0)
+    return dataclasses.replace(fp, seconds=spent[0] + fp.seconds, iterations=spent[1] + fp.iterations)
+
+
+def _walk_precision(prec: Precision) -> Precision:
+    """The precision a ladder's path is walked at: fast, or prec where that is no finer (a custom Precision with
+    fewer points than fast keeps its own)."""
+    fast = PRECISIONS["fast"]
+    if prec.log2_points <= fast.log2_points:
+        return prec
+    return dataclasses.replace(fast, certificate=prec.certificate)
+
+
+def _polish_start(rough: FixedPoint) -> FixedPoint:
+    """The fast path's point at alpha as the start of the solve at full precision: its first scrambling's fixed point
+    and Newton matrix (the other scramblings' offsets are the fast points' integration errors, not the full ones')."""
+    h = rough.hints
+    return dataclasses.replace(rough, hints=dataclasses.replace(h, replica_x=h.replica_x[:1], predecessor=None))
+
+
+def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None,
+          branch: str, a0: float) -> FixedPoint:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
     its Jacobian and scramblings' fixed points: the path of a curve; a failed step, or one that lands on another
     fixed point (_left_the_path), is halved, LADDER_HALVINGS times in all), from base (a valid point of the branch)
@@ -351,7 +390,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
             path.append(nxt)
             pending.pop(0)
             continue
-        end = _path_end(path, pending[0])
+        end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
         if end is not None:
             # The path ends inside this step: no shorter step crosses it (at omega 0, alpha 1.5 the halvings spent
             # 30 s on not-converged points next to the end, where the map is critically slow).
@@ -379,23 +418,30 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     return dataclasses.replace(prev, seconds=seconds, iterations=iters)
 
 
-def _path_end(path: list[FixedPoint], target: float) -> str | None:
+def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: bool) -> str | None:
     """Why the ladder's path ends before target, or None: the square of its order parameter (m on the positional
-    branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero between
-    the last point and target, by INTERCEPT_ERRORS of its standard errors short of target (the transition's margin,
-    linearised.intercept_at).  Next to a supercritical pitchfork, where the branch merges into another fixed point,
-    order^2 ~ |alpha - alpha_p|; a step that fails before the intercept is still halved."""
+    branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero by
+    INTERCEPT_ERRORS of its standard errors (the transition's margin, linearised.intercept_at) short of the failed
+    step's alpha, or short of target where the failed step collapsed no more than that margin before the intercept
+    (the branch was not found where the path says it ends; at the fast precision the steps next to the end collapse
+    early, the map grainy and critically slow there: omega 0, the path's points at 0.72 and 0.87 put the end at
+    1.02 +- 0.01 and the step to 1.04 collapsed, where halvings to 0.93 ran out of iterations).  Next to a
+    supercritical pitchfork, where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step
+    that fails otherwise is still halved."""
     if len(path) < 2:
         return None
     p1, p2 = path[-2:]
+    ahead = 1.0 if target > p2.alpha else -1.0
     for name in {"positional": ("m",), "mixed": ("m", "theta")}.get(p2.branch, ()):
         pts = [(p.alpha, p.summary()[name], p.errors.get(name, float("nan"))) for p in (p1, p2)]
         ic = squared_zero(*pts) if all(np.isfinite(e) for _, _, e in pts) else None  # (no margin without errors)
         if ic is None:
             continue
         x0, err = ic
-        ahead = 1.0 if target > p2.alpha else -1.0
-        if 0 < ahead * (x0 - p2.alpha) and ahead * (x0 + ahead * INTERCEPT_ERRORS * err - target) < 0:
+        lo, hi = x0 - ahead * INTERCEPT_ERRORS * err, x0 + ahead * INTERCEPT_ERRORS * err
+        if not 0 < ahead * (x0 - p2.alpha):
+            continue
+        if ahead * (hi - step) < 0 or (collapsed and ahead * (hi - target) < 0 and ahead * (step - lo) >= 0):
             return (f"its squared {name} falls linearly to zero at alpha = {x0:.4g} +- {err:.2g} (through its points "
                     f"at {p1.alpha:.4g} and {p2.alpha:.4g}): it merges there into another fixed point")
     return None
