@@ -151,6 +151,12 @@ def range_basis(G: np.ndarray, tol: float = 1e-10) -> np.ndarray:
     return U
 
 
+def range_frame(G: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of range(G) (L x k): range_basis's columns normalised (the coordinates in which the
+    positional order parameter's symmetries and linearised map are written)."""
+    return np.linalg.qr(range_basis(G))[0]
+
+
 def _triu(r: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(r)
 

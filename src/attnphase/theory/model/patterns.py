@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import range_basis
+from attnphase.theory.model.overlaps import range_frame
 
 _SYMMETRY_TOL = 1e-12  # entries of G and A compared with their permutation-symmetric forms
 _LEVEL_TOL = 1e-6  # relative difference at which two entries of m are read as equal (one level set)
@@ -57,7 +57,7 @@ def token_patterns(setting: Setting) -> list[Pattern]:
         return []
     L = setting.L
     full = _holds_uniform(setting)
-    U = _range_basis(setting)
+    U = range_frame(setting.gram)
     out = [Pattern("uniform", np.ones((L, 1)) / np.sqrt(L), np.ones(L) / np.sqrt(L))] if full else []
     for k in range(1, L // 2 + 1):
         a = np.zeros(L)
@@ -108,7 +108,7 @@ def pattern_subspace(setting: Setting, m: np.ndarray) -> np.ndarray | None:
                 continue  # (each pair once; the level set 0 is its own partner: 0 there)
             ind = ind - (label == k)
         cols.append(ind)
-    U = _range_basis(setting)
+    U = range_frame(setting.gram)
     basis = _within_range(U, np.column_stack(cols))
     if basis.shape[1] == 0 or basis.shape[1] >= U.shape[1]:
         return None
@@ -125,11 +125,6 @@ def _holds_uniform(setting: Setting) -> bool:
     """range(G) holds the vector 1 (the orthogonal code; the simplex code has G 1 = 0)."""
     G = setting.gram
     return bool(np.abs(G.sum(axis=1)).max() > 1e-9 * max(1.0, float(np.abs(G).max())))
-
-
-def _range_basis(setting: Setting) -> np.ndarray:
-    """Orthonormal basis of range(G)."""
-    return np.linalg.qr(range_basis(setting.gram))[0]
 
 
 def _within_range(U: np.ndarray, B: np.ndarray) -> np.ndarray:

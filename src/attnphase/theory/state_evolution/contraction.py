@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.model.overlaps import Overlaps, range_frame
 from attnphase.theory.solvers.fixed_point import Inadmissible
-from attnphase.theory.state_evolution.symmetric import agnostic_point, mirrored_points, order_jacobian, positional_basis
+from attnphase.theory.state_evolution.symmetric import agnostic_point, mirrored_points, order_jacobian
 
 CONTRACTION_MAX = 0.95  # ||J|| plus the measured deviation from J m: a certified step shrinks m by at least 5%
 NEAR_AGNOSTIC = 0.1  # largest relative distance of q and V from the agnostic point's for the linear regime
@@ -63,7 +63,7 @@ class OrderContraction:
         J = order_jacobian(setting, alpha, branch, pts, sym)
         if not np.all(np.isfinite(J)):
             return None
-        U = positional_basis(setting) if branch == "positional" else np.eye(setting.field_rank)
+        U = range_frame(setting.gram) if branch == "positional" else np.eye(setting.field_rank)
         return cls(J, U, sym, float(np.linalg.norm(J, 2)), branch)
 
     def coordinates(self, o: Overlaps) -> np.ndarray:

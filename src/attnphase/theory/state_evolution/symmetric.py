@@ -17,7 +17,7 @@ import numpy as np
 
 from attnphase.setting import Setting
 from attnphase.theory.model.channel import points_dim, pointwise_f
-from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, Overlaps
+from attnphase.theory.model.overlaps import Branch, HatOverlaps, Overlaps, range_frame
 from attnphase.theory.model.prior import ridge_matrix
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
@@ -81,11 +81,6 @@ def _base_point(setting: Setting, alpha: float, b: Branch, points: np.ndarray, s
     raise Inadmissible(f"{b.value} point not found at alpha = {alpha:g}: {message}")
 
 
-def positional_basis(setting: Setting) -> np.ndarray:
-    """An orthonormal basis U (L, p) of range(G): the positional order parameter's coordinates c, m = U c."""
-    return np.linalg.qr(Layout.for_setting(setting, Branch.positional).basis)[0]
-
-
 def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarray, sym: Overlaps) -> np.ndarray:
     """J = d(order parameter's image) / d(order parameter) at the symmetric point ``sym``, exactly for the given
     points, by the likelihood-ratio (score-function) identity: the order parameter only shifts the Gaussian law
@@ -112,7 +107,7 @@ def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarr
         # dA_ab / dtheta_cd = delta_ad (q^{-1/2})_cb;  theta_new = sigma^2 rho K thetahat
         J = setting.sigma**2 * rho * np.einsum("xi,ijdb,cb->xjcd", K, D, qis)
         return J.reshape(r * rs, r * rs)
-    U = positional_basis(setting)
+    U = range_frame(setting.gram)
     p = U.shape[1]
     M = alpha * np.einsum("nli,nkj->likj", f, np.einsum("nka,ab->nkb", xi, qis)) / n  # d mhat_li / d m_kj
     # c_new = U^T G mhat K with m = U c:  J[(a, i'), (b, j)] = sum U_la' G_l'l M_likj U_kb K_ii'
