@@ -236,6 +236,27 @@ def test_status_and_warnings():
             _fp(text)
 
 
+def test_global_names_the_branches_that_gave_no_verdict():
+    """global_minimum is the lowest of the branches that converged; a branch without a verdict (not converged, run
+    away, out of the map's domain) is named in an `unresolved` warning with its last iterate's train loss, so that a
+    lower point it may stand for is never dropped without a word; a collapsed branch is a verdict (no warning)."""
+    from attnphase.notes import NoteCode
+
+    best = _fp(train_loss=0.2, branch="agnostic")
+    pts = {"agnostic": best, "semantic": _fp("collapsed", train_loss=0.05),
+           "positional": _fp("not_converged", train_loss=0.1, branch="positional"),
+           "mixed": _fp("inadmissible", train_loss=0.3, branch="mixed")}
+    g = global_minimum(pts)
+    assert g.branch == "agnostic" and g.valid and g.train_loss == 0.2
+    notes = [n for n in g.warnings if n.code == NoteCode.unresolved]
+    assert len(notes) == 2
+    assert "positional" in notes[0].message and "below" in notes[0].message
+    assert "mixed" in notes[1].message and "above" in notes[1].message
+    assert NoteCode.unresolved in json.loads(json.dumps(g.to_dict()))["warning_codes"]
+    # every branch with a verdict: the point itself, unchanged
+    assert global_minimum({"agnostic": best, "semantic": _fp("collapsed", train_loss=0.05)}) is best
+
+
 def test_to_dict_round_trip_study_and_general():
     fp = solve(Setting(), 1.5, "semantic", "fast")
     d = json.loads(json.dumps(fp.to_dict()))

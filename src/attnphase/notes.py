@@ -27,6 +27,9 @@ class NoteCode(StrEnum):
     not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
     integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
     branch_end = "branch_end"  # a branch followed along alpha ends before the alpha asked (where: the message)
+    # global: some branch gave no verdict (not converged, ran away, left the map's domain), so the minimum reported is
+    # the lowest of the others only (which branch, and its last iterate's training loss: the message)
+    unresolved = "unresolved"
     # the scramblings' order parameters point different ways: the size of their mean is low, its error includes that
     directions_differ = "directions_differ"
     # Bayes-optimal theory and GAMP (attnphase.theory.bayes.results.WARNINGS says what each means)
