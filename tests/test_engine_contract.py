@@ -253,6 +253,8 @@ def test_global_names_the_branches_that_gave_no_verdict():
     assert "positional" in notes[0].message and "below" in notes[0].message
     assert "mixed" in notes[1].message and "above" in notes[1].message
     assert NoteCode.unresolved in json.loads(json.dumps(g.to_dict()))["warning_codes"]
+    ran = global_minimum({"agnostic": best, "mixed": _fp("diverged", train_loss=float("nan"), branch="mixed")})
+    assert [n.code for n in ran.warnings] == [NoteCode.unresolved] and "no train loss" in ran.warnings[0].message
     # every branch with a verdict: the point itself, unchanged
     assert global_minimum({"agnostic": best, "semantic": _fp("collapsed", train_loss=0.05)}) is best
 

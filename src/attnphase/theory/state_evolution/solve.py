@@ -330,8 +330,9 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
             branch: str = "positional", a0: float = LADDER_FROM) -> FixedPoint:
     """The branch continued to alpha (_walk): the path walked at the fast precision where prec is finer, its point at
     alpha then solved at prec from the path's; where the fast walk gives neither (no point at alpha and no end of
-    the path before it) or the point at prec fails from there, the path walked again at prec.  The path's points
-    only carry the continuation, so their precision is the walk's (omega 0, alpha 1.5: the path's three points at
+    the path before it) or the point at prec fails from there, the path walked again at prec; where the fast path
+    ends before alpha, its record (the fast precision's) says where.  The path's points only carry the
+    continuation, so their precision is the walk's (omega 0, alpha 1.5: the path's three points at
     default precision took 4.9 s of the point's 5.1 s, to find that the branch ends at 0.98)."""
     walk = _walk_precision(prec)
     if walk is prec:
@@ -393,8 +394,9 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
             continue
         end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
         if end is not None:
-            # The path ends inside this step: no shorter step crosses it (at omega 0, alpha 1.5 the halvings spent
-            # 30 s on not-converged points next to the end, where the map is critically slow).
+            # The path ends inside this step, or before alpha where the step collapsed next to the end: no shorter
+            # step crosses it (at omega 0, alpha 1.5 the halvings spent 30 s on not-converged points next to the
+            # end, where the map is critically slow).
             msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
             return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
                                        iterations=iters, warnings=prev.warnings + (Note(NoteCode.branch_end, msg),))
@@ -426,7 +428,7 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
     step's alpha, or short of target where the failed step collapsed no more than that margin before the intercept
     (the branch was not found where the path says it ends; at the fast precision the steps next to the end collapse
     early, the map grainy and critically slow there: omega 0, the path's points at 0.72 and 0.87 put the end at
-    1.02 +- 0.01 and the step to 1.04 collapsed, where halvings to 0.93 ran out of iterations).  Next to a
+    1.02 +- 0.09 and the step to 1.04 collapsed, where halvings to 0.93 ran out of iterations).  Next to a
     supercritical pitchfork, where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step
     that fails otherwise is still halved."""
     if len(path) < 2:
@@ -879,11 +881,11 @@ def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
     for name, p in points.items():
         if p.valid or p.status == Status.collapsed:
             continue
-        below = math.isfinite(p.train_loss) and p.train_loss < best.train_loss
-        notes.append(Note(NoteCode.unresolved, (
-            f"the {name} branch gave no verdict ({p.status.value}): the global minimum is the lowest of the branches "
-            f"that did; its last iterate's train loss {p.train_loss:.6g} lies {'below' if below else 'above'} this "
-            f"point's {best.train_loss:.6g}")))
+        where = (f"its last iterate's train loss {p.train_loss:.6g} lies "
+                 f"{'below' if p.train_loss < best.train_loss else 'above'} this point's {best.train_loss:.6g}"
+                 if math.isfinite(p.train_loss) else "its last iterate has no train loss")
+        notes.append(Note(NoteCode.unresolved, f"the {name} branch gave no verdict ({p.status.value}): the global "
+                          f"minimum is the lowest of the branches that did; {where}"))
     return dataclasses.replace(best, warnings=best.warnings + tuple(notes)) if notes else best
 
 
