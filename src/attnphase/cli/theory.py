@@ -135,7 +135,7 @@ def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
 
 
 def _theory(args: argparse.Namespace) -> int:
-    from attnphase.notes import Status
+    from attnphase.notes import NoteCode, Status
     from attnphase.parallel import check_workers
     from attnphase.theory import global_minimum
     from attnphase.theory.cost import check_theory_size
@@ -182,6 +182,9 @@ def _theory(args: argparse.Namespace) -> int:
                     # No valid branch here: still one row, marked not converged, from the first branch tried.
                     fp = pts[branches[0]]
                     print(f"warning: alpha={fp.alpha:g}: {exc}", file=sys.stderr)
+                for note in fp.warnings:
+                    if note.code == NoteCode.unresolved:
+                        print(f"warning: alpha={fp.alpha:g}: {note.message}", file=sys.stderr)
                 d = _table_row(fp) if table else fp.to_dict()
                 d["branch"] = f"global ({fp.branch})" if table else fp.branch
                 d["global"] = True
