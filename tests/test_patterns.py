@@ -114,3 +114,73 @@ def test_the_subspace_read_off_a_vector_is_that_of_its_symmetries_for_any_order_
     m = np.array([0.3, 0.3, 0.1, -0.2])  # (two equal entries: the plane {v1 = v2} of range(G) = R^4 is 3-dim)
     got = pattern_subspace(o, m)
     assert got is not None and _span_equal(got, _stabiliser_fixed_space(m, group, np.eye(4)))
+
+
+# -- the equivariant pattern: a rank-(L - 1) student, both directions positional
+
+@pytest.mark.parametrize("L", [3, 4])
+def test_the_equivariant_subspace_is_what_every_permutation_with_its_rotation_fixes(L):
+    """Brute force over the group: for every token permutation P, R_P = U^T P U is orthogonal and P U = U R_P (the
+    pair (P, R_P) fixes m = kappa U), and the only m = U C that every pair fixes is C = kappa I (Schur: the fixed
+    space of C -> R_P C R_P^T over the group is one-dimensional); q = q0 I likewise."""
+    from attnphase.theory.model.patterns import equivariant
+
+    s = Setting(L=L, r=L - 1)
+    eq = equivariant(s)
+    assert eq is not None and eq.isotropic and eq.basis.shape == (L, L - 1)
+    U = eq.basis
+    k = L - 1
+    rows = []
+    for perm in itertools.permutations(range(L)):
+        P = np.eye(L)[list(perm)]
+        R = U.T @ P @ U
+        np.testing.assert_allclose(R @ R.T, np.eye(k), atol=1e-12)
+        np.testing.assert_allclose(P @ U, U @ R, atol=1e-12)
+        rows.append(np.kron(R, R) - np.eye(k * k))  # vec(R C R^T) = (R kron R) vec(C)
+    _, sv, vt = np.linalg.svd(np.vstack(rows))
+    null = vt[np.sum(sv > 1e-9):]
+    assert null.shape[0] == 1
+    np.testing.assert_allclose(np.abs(null[0].reshape(k, k)), np.eye(k) / np.sqrt(k), atol=1e-12)
+    # only there: not for rank 1, the orthogonal code (range(G) holds 1: not irreducible), or rank 2 at L = 4
+    assert equivariant(Setting(L=3)) is None and equivariant(Setting(L=4, r=2)) is None
+    assert equivariant(Setting(L=3, r=2, positions="orthogonal")) is None
+    assert equivariant(Setting(L=3, r=2, A="0.5,0.3,0.2;0.3,0.4,0.3;0.2,0.3,0.5")) is None
+    assert equivariant(Setting(L=2, r=1)) is None and equivariant(Setting(L=3, r=2, student="untied")) is None
+
+
+def test_the_equivariant_point_is_the_root_of_the_map_restricted_by_hand():
+    """L = 3, r = 2, omega 0.6, alpha 0.8, fast: the positional branch solved on the equivariant pattern (continued
+    from an isotropic start) against an independent computation: the free positional map on the same points, its image
+    projected by hand onto (kappa, q0, v0) (kappa = |m|_F / sqrt(2), rotation invariant: the free map's gauge does not
+    move it), its root found by scipy's hybr.  Per scrambling within 1e-3 relative (the fast tolerance is 3e-4);
+    m's two singular values equal; q, V multiples of I."""
+    from scipy.optimize import root
+
+    from attnphase.theory import solve
+    from attnphase.theory.model.overlaps import Overlaps, range_frame
+    from attnphase.theory.state_evolution.branch_map import branch_map
+    from attnphase.theory.state_evolution.precision import integration_points
+
+    s = Setting(L=3, r=2, omega=0.6)
+    U = range_frame(s.gram)
+
+    def iso(z: np.ndarray) -> Overlaps:
+        return Overlaps(q=z[1] * np.eye(2), m=z[0] * U, V=z[2] * np.eye(2), theta=np.zeros((2, 1)))
+
+    fp = solve(s, 0.8, "positional", "fast", init=iso(np.array([0.3, 0.03, 25.0])))
+    assert fp.valid
+    sv = np.linalg.svd(fp.overlaps.m, compute_uv=False)
+    assert sv[1] == pytest.approx(sv[0], rel=1e-9)
+    np.testing.assert_allclose(fp.overlaps.q, fp.overlaps.q[0, 0] * np.eye(2), atol=1e-12)
+    for rep in range(2):
+        bm = branch_map(s, 0.8, "positional", integration_points(s, "fast", rep, 0))
+
+        def image(z: np.ndarray, bm=bm) -> np.ndarray:
+            g = bm.unpack(bm(bm.pack(iso(z))))
+            return np.array([np.linalg.norm(g.m) / np.sqrt(2), np.trace(g.q) / 2, np.trace(g.V) / 2])
+
+        z = root(lambda z, image=image: image(z) - z, np.array([0.3, 0.035, 25.0]), method="hybr").x
+        got = fp.hints.replica_x[rep]  # (q0, kappa, v0)
+        np.testing.assert_allclose([got[1], got[0], got[2]], z, rtol=1e-3)
+    # and it is the lowest positional point: below the free solve's rank-1 iterate
+    assert fp.train_loss < 0.00333

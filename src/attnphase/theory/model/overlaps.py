@@ -180,6 +180,8 @@ class Layout:
     _pinv: np.ndarray = field(repr=False)
     sizes: tuple[int, int, int, int] = (0, 0, 0, 0)
     untied: bool = False  # r is the untied student's field rank 2r'; unpack marks the Overlaps so
+    # (isotropic: m = kappa iso, q = q0 I, V = v0 I; coordinates (q0, kappa, v0).  See isotropic.)
+    iso: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, L: int, r: int, r_star: int, G: np.ndarray, branch: str | Branch, untied: bool = False) -> Layout:
@@ -204,6 +206,14 @@ class Layout:
         sizes = (self.sizes[0], B.shape[1] * self.r if self.branch.has_m else 0, self.sizes[2], self.sizes[3])
         return dataclasses.replace(self, basis=B, _pinv=np.linalg.pinv(B), sizes=sizes)
 
+    def isotropic(self, M0: np.ndarray) -> Layout:
+        """This layout (positional, theta fixed at 0) restricted to m = kappa M0 (L x r), q = q0 I, V = v0 I:
+        coordinates (q0, kappa, v0), pack the least-squares projection (model.patterns, "equivariant")."""
+        M0 = np.asarray(M0, dtype=float).reshape(self.L, self.r)
+        if not self.branch.has_m or self.branch.has_theta:
+            raise ValueError("an isotropic layout is the positional branch's")
+        return dataclasses.replace(self, iso=M0, sizes=(1, 1, 1, 0))
+
     @property
     def size(self) -> int:
         return int(sum(self.sizes))
@@ -221,6 +231,8 @@ class Layout:
 
     def names(self) -> list[str]:
         """Human names of the flat coordinates (for messages)."""
+        if self.iso is not None:
+            return ["q0", "kappa", "v0"]
         iu = _triu(self.r)
         out = [f"q[{i},{j}]" for i, j in zip(*iu, strict=True)]
         if self.branch.has_m:
@@ -231,6 +243,10 @@ class Layout:
         return out
 
     def pack(self, o: Overlaps) -> np.ndarray:
+        if self.iso is not None:
+            M0 = self.iso
+            kappa = float(np.sum(M0 * o.m) / np.sum(M0 * M0))
+            return np.array([np.trace(o.q) / self.r, kappa, np.trace(o.V) / self.r])
         iu = _triu(self.r)
         q = 0.5 * (o.q + o.q.T)
         V = 0.5 * (o.V + o.V.T)
@@ -243,8 +259,12 @@ class Layout:
         return np.concatenate(parts).astype(float)
 
     def unpack(self, x: np.ndarray) -> Overlaps:
-        sq, sm, sV, st = self._slices()
         x = np.asarray(x, dtype=float)
+        if self.iso is not None:
+            eye = np.eye(self.r)
+            return Overlaps(q=x[0] * eye, m=x[1] * self.iso, V=x[2] * eye, theta=np.zeros((self.r, self.r_star)),
+                            untied=self.untied)
+        sq, sm, sV, st = self._slices()
         q = _sym_from_triu(x[sq], self.r)
         V = _sym_from_triu(x[sV], self.r)
         m = self.basis @ x[sm].reshape(-1, self.r) if self.branch.has_m else np.zeros((self.L, self.r))
@@ -267,7 +287,7 @@ class Layout:
         """Per-coordinate size for relative residuals: max(|x|, 1e-3); an off-diagonal entry of q or V is measured
         against its matrix's scale, sqrt(|M_aa M_bb|) (a small correlation must not set the tolerance)."""
         out = np.maximum(np.abs(x), 1e-3)
-        if self.r > 1:
+        if self.r > 1 and self.iso is None:
             sq, _, sV, _ = self._slices()
             iu, ju = _triu(self.r)
             for sl in (sq, sV):

@@ -12,11 +12,17 @@ of L tokens with m -> -m these are, up to a permutation of the tokens:
   "uniform" every token at one value (only where range(G) holds 1).
 Restricted to such a subspace the map is no longer neutral along the ring (L = 3) or sphere (L = 4) of near-fixed
 points that the symmetry makes; each subspace is one branch, a token pattern.
+
+A tied student of rank r = L - 1 with the simplex code (range(G) the sum-zero vectors, where the permutations act
+irreducibly) has one more: the permutations acting on the student's directions too, by R_P = U^T P U (U an
+orthonormal basis of range(G)).  Their fixed space is m = kappa U, q = q0 I, V = v0 I (Schur's lemma), the
+"equivariant" pattern: both directions positional, the point L-BFGS reaches at L = 3, r = 2 (docs/rank2.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +41,48 @@ class Pattern:
     name: str
     basis: np.ndarray
     direction: np.ndarray
+    isotropic: bool = False  # the equivariant pattern: m = kappa basis (L x r), q and V multiples of I
 
 
 def exchangeable(setting: Setting) -> bool:
     """Every token permutation leaves the setting unchanged and the positional order parameter is one L-vector:
     G = g0 I + g1 1 1^T with g0 > 0, A = c I + e 1 1^T, a tied student of rank 1, L > 2 (at L = 2 the one pattern's
     subspace is the whole range of G)."""
-    if setting.L < 3 or setting.untied or setting.field_rank != 1:
+    return setting.field_rank == 1 and _symmetric(setting)
+
+
+def equivariant(setting: Setting) -> Pattern | None:
+    """The equivariant pattern (module docstring) where the setting has it: a tied student of rank r = L - 1, the
+    simplex code (range(G) the L - 1 sum-zero vectors), G and A permutation symmetric; else None."""
+    if not _symmetric(setting) or setting.r != setting.L - 1 or _holds_uniform(setting):
+        return None
+    U = range_frame(setting.gram)
+    if U.shape[1] != setting.r:
+        return None
+    return Pattern("equivariant", U, U[:, 0], isotropic=True)
+
+
+def on_equivariant(setting: Setting, o: Any) -> bool:
+    """Whether overlaps o lie on the equivariant pattern's subspace (m = kappa U with kappa > 0, q and V multiples of
+    I, theta 0, to _LEVEL_TOL relative): a curve's previous point there continues that pattern."""
+    eq = equivariant(setting)
+    if eq is None:
+        return False
+    U = eq.basis
+    m, q, V = (np.asarray(getattr(o, k), dtype=float) for k in ("m", "q", "V"))
+    if m.shape != U.shape or not np.all(np.isfinite(m)):
+        return False
+    kappa = float(np.sum(U * m) / np.sum(U * U))
+    eye = np.eye(U.shape[1])
+    return bool(kappa > 0 and np.abs(m - kappa * U).max() <= _LEVEL_TOL * kappa
+                and np.abs(q - q[0, 0] * eye).max() <= _LEVEL_TOL * abs(q[0, 0])
+                and np.abs(V - V[0, 0] * eye).max() <= _LEVEL_TOL * abs(V[0, 0])
+                and not np.any(np.asarray(o.theta)))
+
+
+def _symmetric(setting: Setting) -> bool:
+    """L > 2, a tied student, G = g0 I + g1 1 1^T with g0 > 0 and A = c I + e 1 1^T."""
+    if setting.L < 3 or setting.untied:
         return False
     G, A = setting.gram, np.asarray(setting.A, dtype=float)
     scale = max(1.0, float(np.abs(G).max()))

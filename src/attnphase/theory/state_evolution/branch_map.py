@@ -11,6 +11,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, align_signs, as_branch, canonical_gauge
+from attnphase.theory.model.patterns import Pattern
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.prox import choose_kernel
 from attnphase.theory.solvers.fixed_point import jacobian
@@ -41,26 +42,28 @@ class BranchMap:
     the neutral directions of the exact rotation symmetry.  Raises fixed_point.Inadmissible where the map
     cannot be evaluated.  Coordinate names: ``bm.layout.names()``.  Near its last full evaluation the map
     continues that evaluation's local minimisers (see :meth:`step`); ``bm.evaluations`` counts both kinds.
-    ``subspace`` (positional branch, an L x p basis): m held in its span, a token pattern's (model.patterns), the
-    image projected onto it.
+    ``pattern`` (positional branch, a token pattern of model.patterns): m held in its subspace, the image projected
+    onto it; for the equivariant pattern q and V held at multiples of I as well, without the rotation gauge (the
+    pattern fixes the student's rotation itself: m = kappa U).
     """
 
     def __init__(self, setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
-                 kernel: str = "auto", subspace: np.ndarray | None = None) -> None:
+                 kernel: str = "auto", pattern: Pattern | None = None) -> None:
         self.setting = setting
         self.alpha = float(alpha)
         self.branch = as_branch(branch)
         self.points = points
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
-        if subspace is not None:
-            self.layout = self.layout.on_subspace(subspace)
+        if pattern is not None:
+            self.layout = (self.layout.isotropic(pattern.basis) if pattern.isotropic
+                           else self.layout.on_subspace(pattern.basis))
         # Not on a tied student's agnostic branch: at m = theta = 0 the map commutes with every rotation of the
         # student directions and its fixed point is isotropic (q, V ~ multiples of I: nothing neutral to remove),
         # while diagonalising a near-isotropic q rotates V at random from one step to the next (r = 2, alpha 1.5:
         # residual stuck at 8e-2 after 100 iterations; without the gauge 41 iterations, the same train loss).
         self.gauge = (setting.field_rank > 1 or setting.r_star > 1) and not (
-            self.branch == Branch.agnostic and not setting.untied)
+            self.branch == Branch.agnostic and not setting.untied) and self.layout.iso is None
         # cheap() reuses the last exact step's minimisers as warm starts; not for the two-token kernel, whose cheap
         # steps misled the chord at far points (docs/numerics.md, "Cheap steps").
         self.warmable = choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "general"
@@ -172,7 +175,9 @@ class BranchMap:
         qd = np.sqrt(np.maximum(np.diag(o.q), 0.0))
         sm, st = self.layout.block("m"), self.layout.block("theta")
         if sm.stop > sm.start:
-            out[sm] = np.maximum(out[sm], np.tile(qd, self.layout.basis.shape[1]))
+            # (kappa, the equivariant pattern's one m coordinate: against the directions' common size)
+            out[sm] = np.maximum(out[sm], float(np.mean(qd)) if self.layout.iso is not None
+                                 else np.tile(qd, self.layout.basis.shape[1]))
         if st.stop > st.start:
             rho = np.sqrt(np.diag(self.setting.rho_matrix))
             out[st] = np.maximum(out[st], np.outer(qd, rho).reshape(-1))

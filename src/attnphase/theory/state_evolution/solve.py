@@ -34,7 +34,14 @@ from attnphase.theory.model.overlaps import (
     rotate,
     rotate_hats,
 )
-from attnphase.theory.model.patterns import Pattern, exchangeable, pattern_subspace, token_patterns
+from attnphase.theory.model.patterns import (
+    Pattern,
+    equivariant,
+    exchangeable,
+    on_equivariant,
+    pattern_subspace,
+    token_patterns,
+)
 from attnphase.theory.model.prior import train_loss
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import (
@@ -125,7 +132,7 @@ def _coarse_tol(prec: Precision) -> float:
 
 
 def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x: np.ndarray, seed: int,
-                  kernel: str, subspace: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
+                  kernel: str, pattern: Pattern | None = None) -> tuple[np.ndarray, np.ndarray | None, int, bool]:
     """Coarse-to-fine: the fixed point and Jacobian on 2^coarse_log2 points of their own scrambling, where the
     damped / Anderson phase (tens of map evaluations) and the finite differences cost 2^(log2_points -
     coarse_log2) times less; every scrambling at full resolution then starts from there with chord steps.
@@ -133,7 +140,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     solve fails (the full-resolution path then decides from the original start, as without it), except after a
     collapse (reseeded: see below)."""
     pts = gaussian_sobol(prec.coarse_log2, points_dim(setting), 1000 * seed + _COARSE_STREAM)
-    bm = BranchMap(setting, alpha, b, pts, kernel=kernel, subspace=subspace)
+    bm = BranchMap(setting, alpha, b, pts, kernel=kernel, pattern=pattern)
     sol = anderson(bm.step, x, tol=_coarse_tol(prec), max_iter=prec.max_iter, admissible=bm.admissible,
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                    approx=bm.approximate)
@@ -217,6 +224,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         o = init.overlaps if isinstance(init, FixedPoint) else init
         basis = pattern_subspace(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
         pattern = Pattern("", basis, o.m[:, 0] / np.linalg.norm(o.m)) if basis is not None else None
+        if branch == "positional" and isinstance(o, Overlaps) and on_equivariant(setting, o):
+            pattern = equivariant(setting)
         return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=pattern)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
@@ -287,6 +296,11 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # The positional branch of an exchangeable setting: one branch per token pattern, each in its subspace (the
     # lowest kept, as among starts); elsewhere the free solve.
     patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
+    eq = equivariant(setting) if branch == "positional" else None
+    if eq is not None:
+        # (rank L - 1 at L > 2: the equivariant pattern beside the free solve, which reaches only points of rank-1 m
+        # there, or none: L = 3, r = 2, omega 0.6, alpha 0.8, docs/rank2.md)
+        patterns = [eq, *patterns]
     for pattern in patterns:
         memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
         for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
@@ -535,7 +549,8 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
     on the semantic branch (L = 3 simplex: no faster, 68.8 against 65.5 s for `transition --L 3`, while it moved the
     solver's end bracket from 0.183 to 0.205 by calling the graininess-sustained points below the pitchfork collapsed,
     which the transition already reads as the imperfect bifurcation).  None with prec.certificate off."""
-    if not prec.certificate or b != Branch.positional or setting.L <= 2 or setting.untied or bm.gauge:
+    if (not prec.certificate or b != Branch.positional or setting.L <= 2 or setting.untied or bm.gauge
+            or setting.field_rank > 1):
         return None
 
     def test(x: np.ndarray, gx: np.ndarray) -> str | None:
@@ -558,7 +573,12 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
     o_start = _start(setting, b, init)
-    subspace = pattern.basis if pattern is not None else None
+    subspace = pattern.basis if pattern is not None and not pattern.isotropic else None
+    if pattern is not None and pattern.isotropic:
+        # m = kappa U from any start: its size kept (rms over the student's directions)
+        layout = layout.isotropic(pattern.basis)
+        size = np.linalg.norm(o_start.m) / np.linalg.norm(pattern.basis)
+        o_start = dataclasses.replace(o_start, m=size * pattern.basis)
     if subspace is not None:
         layout = layout.on_subspace(subspace)
         m = o_start.m[:, 0]
@@ -589,7 +609,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     coarse_nm = False  # nm is the coarse pre-solve's (not a neighbour's along a curve)
     x_coarse = None  # its fixed point, for the memo
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
-        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel, subspace)
+        x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel, pattern)
         iters += n_coarse
         coarse_nm = nm is not None
         if memo is not None and coarse_nm:
@@ -609,7 +629,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                 rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
             break
         bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel,
-                       subspace=subspace)
+                       pattern=pattern)
         x = _replica_start(rep, x, xs, hint if nm is not None else SolverHints(), alpha, bm)
         sol: SolverResult | None = None  # the chord's result where it converged
         if nm is not None:
@@ -684,7 +704,9 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             break
         # Each scrambling's representative pointing the first one's way (their mean is then that of one solution),
         # its conjugates rotated alike (the prior side maps the reported hats to the reported overlaps).
-        R, Rs = gauge_rotation(o)
+        # (the equivariant pattern's points are m = kappa U already: a canonical rotation of its degenerate m would
+        # differ between scramblings and shrink their mean)
+        R, Rs = gauge_rotation(o) if bm.layout.iso is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
         if overlaps_reps:
             R = R * aligning_signs(rotate(o, R, Rs), overlaps_reps[0])
         overlaps_reps.append(rotate(o, R, Rs))
