@@ -369,8 +369,8 @@ def test_l3_rank2_positional_is_the_equivariant_point_the_simulations_reach():
 
     s = Setting(L=3, r=2, omega=0.6)
     p = solve(s, 0.8, "positional", "fast")
-    assert p.valid and p.starts[0].name.startswith("equivariant")
-    sv = np.linalg.svd(p.overlaps.m, compute_uv=False)
+    assert p.valid and any(st.name.startswith("equivariant") and st.status == Status.ok for st in p.starts)
+    sv = np.linalg.svd(p.overlaps.m, compute_uv=False)  # (the equivariant pattern's point: equal singular values)
     assert sv[1] == pytest.approx(sv[0], rel=1e-9)
     g = solve(s, 0.8, "global", "fast")
     assert g.branch == "positional" and g.train_loss == pytest.approx(p.train_loss, rel=1e-12)

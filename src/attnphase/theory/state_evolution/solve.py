@@ -299,8 +299,9 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     eq = equivariant(setting) if branch == "positional" else None
     if eq is not None:
         # (rank L - 1 at L > 2: the equivariant pattern beside the free solve, which reaches only points of rank-1 m
-        # there, or none: L = 3, r = 2, omega 0.6, alpha 0.8, docs/rank2.md)
-        patterns = [eq, *patterns]
+        # there, or none: L = 3, r = 2, omega 0.6, alpha 0.8, docs/rank2.md.  After it: where neither gives a point,
+        # the free solve's status is the branch's (the pattern's collapse says nothing of points off its subspace).)
+        patterns = [*patterns, eq]
     for pattern in patterns:
         memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
         for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
