@@ -569,7 +569,8 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
 
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
            kernel: str, memo: _CoarseMemo | None = None, pattern: Pattern | None = None) -> FixedPoint:
-    """One branch from one start; with a token pattern, the positional branch with m held in its subspace."""
+    """One branch from one start; with a token pattern, the positional branch with m held in its subspace (for the
+    equivariant pattern, q and V at multiples of I as well)."""
     branch = b.value
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
