@@ -6,8 +6,8 @@ Where the token permutations act on the student's two directions by rotations, t
 subspace m = kappa U (U an orthonormal basis of range(G)), q = q0 I, V = v0 I (theta = 0) invariant.  This script
 solves the map restricted to it (three unknowns, scipy's hybr on the map of `fast` points, two scramblings), prints
 what solve() reports for every branch at the same point, and with --simulate the L-BFGS runs at that d (overlaps in
-the theory's normalisation, content training loss).  An open question of docs/rank2.md: the runs end at this point,
-which the solver's branches do not reach.
+the theory's normalisation, content training loss).  The runs end at this point, which the free solve does not
+reach; solve() finds it on the equivariant pattern (docs/rank2.md), so its positional row and the root agree.
 """
 
 from __future__ import annotations

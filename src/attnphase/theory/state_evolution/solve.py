@@ -897,7 +897,8 @@ def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
     gave no verdict (neither a point nor `collapsed`): the minimum is then the lowest of the others only.  (L = 3,
     r = 2, omega 0.6, alpha 0.8, fast: the positional branch is not converged, its iterate at train loss 0.003345,
     while the semantic point, 0.003477, was reported as the global minimum without a word; simulations at d = 1000
-    end at 0.0031-0.0032, on a positional point the solver does not reach: docs/rank2.md.)"""
+    end at 0.0031-0.0032, on a positional point the free solve does not reach and the equivariant pattern now does:
+    docs/rank2.md.)"""
     best = lowest(list(points.values()))
     if best is None:
         raise InputError("no branch converged to a valid fixed point")
