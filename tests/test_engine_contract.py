@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from scipy.stats import ortho_group
 
 from attnphase import Setting
-from attnphase.theory import FixedPoint, Overlaps, branch_map, global_minimum, solve
+from attnphase.theory import FixedPoint, Overlaps, branch_map, global_minimum, global_minimum_curve, solve
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Layout, align_signs, canonical_gauge, rotate, rotate_hats
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.solvers.fixed_point import Inadmissible, Status, anderson
@@ -257,6 +258,15 @@ def test_global_names_the_branches_that_gave_no_verdict():
     assert [n.code for n in ran.warnings] == [NoteCode.unresolved] and "no train loss" in ran.warnings[0].message
     # every branch with a verdict: the point itself, unchanged
     assert global_minimum({"agnostic": best, "semantic": _fp("collapsed", train_loss=0.05)}) is best
+    # The curve (the figures' and phase diagrams' global minimum) says the same at each alpha; an alpha where no
+    # branch is valid has no point.
+    at2 = {b: dataclasses.replace(p, alpha=2.0) for b, p in pts.items()}
+    none3 = {b: dataclasses.replace(p, alpha=3.0, status=Status.not_converged) for b, p in pts.items()}
+    gc = global_minimum_curve({b: [none3[b], at2[b], pts[b]] for b in pts})
+    assert [p.alpha for p in gc] == [1.0, 2.0]
+    for p in gc:
+        assert p.branch == "agnostic" and [n.code for n in p.warnings] == [NoteCode.unresolved] * 2
+    assert global_minimum_curve({"agnostic": [best], "semantic": [_fp("collapsed", train_loss=0.05)]}) == [best]
 
 
 def test_to_dict_round_trip_study_and_general():

@@ -21,9 +21,10 @@ from attnphase.theory.state_evolution.results import (
     FixedPoint,
     StartRecord,
     branches_for,
+    global_minimum,
     global_minimum_curve,
 )
-from attnphase.theory.state_evolution.solve import global_minimum, solve, solve_all
+from attnphase.theory.state_evolution.solve import solve, solve_all
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition.diagram import phase_diagram
 from attnphase.theory.transition.driver import transition

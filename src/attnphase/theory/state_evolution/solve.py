@@ -1,15 +1,14 @@
 """solve(): the fixed point of one branch at one alpha, solved independently for R scramblings of the Sobol points
 (the first by damped + Anderson iteration, or along a curve from its own fixed point at the previous alpha; the
 others by a frozen-Jacobian Newton from near the first one's solution, see _replica_start); every reported number
-is the mean over the R solutions and its error estimate the standard error of that mean.  solve_all and
-global_minimum: every branch at one alpha, and the lowest of them.
+is the mean over the R solutions and its error estimate the standard error of that mean.  solve_all: every branch
+at one alpha (their lowest: results.global_minimum).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from collections.abc import Callable
 
@@ -67,7 +66,7 @@ from attnphase.theory.state_evolution.results import (
     branches_for,
     check_branch,
     check_theory_setting,
-    lowest,
+    global_minimum,
     summaries,
 )
 from attnphase.theory.state_evolution.starts import default_start, mixed_start_from, named_starts
@@ -188,7 +187,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
     (r >= 2, tied: one student direction positional, another semantic; m and theta both free, from the mixed
     start, and a point without either is not mixed: collapsed), "free" (no constraint, from its default or a given
-    start) or "global" (results.lowest over every branch the setting has: results.branches_for).
+    start) or "global" (results.global_minimum over every branch the setting has: results.branches_for).
 
     Without init the answer does not depend on the caller knowing about starts (multistart None, the default):
     the branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them
@@ -890,28 +889,6 @@ def solve_all(setting: Setting, alpha: float, precision: str | Precision = "defa
     inits = inits or {}
     return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel,
                      multistart=multistart) for b in branches_for(setting)}
-
-
-def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:
-    """The valid branch with the lowest training loss (results.lowest), with a warning `unresolved` per branch that
-    gave no verdict (neither a point nor `collapsed`): the minimum is then the lowest of the others only.  (L = 3,
-    r = 2, omega 0.6, alpha 0.8, fast: the positional branch is not converged, its iterate at train loss 0.003345,
-    while the semantic point, 0.003477, was reported as the global minimum without a word; simulations at d = 1000
-    end at 0.0031-0.0032, on a positional point the free solve does not reach and the equivariant pattern now does:
-    docs/rank2.md.)"""
-    best = lowest(list(points.values()))
-    if best is None:
-        raise InputError("no branch converged to a valid fixed point")
-    notes = []
-    for name, p in points.items():
-        if p.valid or p.status == Status.collapsed:
-            continue
-        where = (f"its last iterate's train loss {p.train_loss:.6g} lies "
-                 f"{'below' if p.train_loss < best.train_loss else 'above'} this point's {best.train_loss:.6g}"
-                 if math.isfinite(p.train_loss) else "its last iterate has no train loss")
-        notes.append(Note(NoteCode.unresolved, f"the {name} branch gave no verdict ({p.status.value}): the global "
-                          f"minimum is the lowest of the branches that did; {where}"))
-    return dataclasses.replace(best, warnings=best.warnings + tuple(notes)) if notes else best
 
 
 def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, seed: int,
