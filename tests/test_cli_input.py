@@ -252,24 +252,36 @@ def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch,
     assert seen == [(2, "free", None), (1, "positional", None), (1, "positional", False)]
 
 
-def test_theory_global_says_on_stderr_which_branch_gave_no_verdict(monkeypatch, capsys):
+@pytest.mark.parametrize("alphas", ["1", "1,2"])
+def test_theory_global_says_on_stderr_which_branch_gave_no_verdict(monkeypatch, capsys, alphas):
     """`--branch global` where one branch ran out of iterations below the point reported: the row is the lowest
-    converged branch, and stderr names the unresolved branch (its code in the JSON: test_engine_contract)."""
+    converged branch, and stderr names the unresolved branch (its code in the JSON: test_engine_contract); for one
+    alpha (the screened solve: every branch at the fast precision, then the ones that can be the minimum) and for a
+    curve."""
     from conftest import make_fixed_point
 
     import attnphase.theory as theory
+    from attnphase.theory.state_evolution import solve as solve_module
+
+    def point(alpha, branch):
+        if branch == "positional":
+            return make_fixed_point(alpha, branch, train_loss=0.001, test_error=0.002, m=0.2, theta=0.0,
+                                    status="not_converged", converged=False)
+        return make_fixed_point(alpha, branch, train_loss=0.003, test_error=0.002, m=0.0, theta=0.1)
 
     def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None):
-        if branch == "positional":
-            return [make_fixed_point(1.0, branch, train_loss=0.001, test_error=0.002, m=0.2, theta=0.0,
-                                     status="not_converged", converged=False)]
-        return [make_fixed_point(1.0, branch, train_loss=0.003, test_error=0.002, m=0.0, theta=0.1)]
+        return [point(a, branch) for a in alphas]
+
+    def fake_solve(setting, alpha, branch, precision="default", init=None, seed=0, *, kernel="auto",
+                   multistart=None, ladder=True):
+        return point(alpha, branch)
 
     monkeypatch.setattr(theory, "solve_curve", fake_curve)
-    assert main(["theory", "--alpha", "1", "--branch", "global", "--workers", "1", "--quiet"]) == 0
+    monkeypatch.setattr(solve_module, "solve", fake_solve)
+    assert main(["theory", "--alpha", alphas, "--branch", "global", "--workers", "1", "--quiet"]) == 0
     out, err = capsys.readouterr()
-    assert "global (semantic)" in out or "global (agnostic)" in out
-    assert "positional branch gave no verdict (not_converged)" in err and "below" in err
+    assert out.count("global (semantic)") + out.count("global (agnostic)") == len(alphas.split(","))
+    assert err.count("positional branch gave no verdict (not_converged)") == len(alphas.split(",")) and "below" in err
 
 
 def test_theory_in_worker_processes_gives_the_in_process_numbers(capsys):

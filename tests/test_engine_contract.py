@@ -269,6 +269,26 @@ def test_global_names_the_branches_that_gave_no_verdict():
     assert global_minimum_curve({"agnostic": [best], "semantic": [_fp("collapsed", train_loss=0.05)]}) == [best]
 
 
+def test_the_screen_solves_every_branch_that_can_be_the_minimum():
+    """still_to_solve (global's branch and bound): while no fine point is valid, every branch left, lowest rough train
+    loss first and those without a valid rough point last; then only those within SCREEN_MARGIN of the lowest fine
+    point, or without a valid rough point."""
+    from attnphase.theory.state_evolution.results import SCREEN_MARGIN, still_to_solve
+
+    rough = {"positional": _fp(train_loss=0.0030, branch="positional"), "semantic": _fp(train_loss=0.0020),
+             "agnostic": _fp(train_loss=0.0020 * (1 + 2 * SCREEN_MARGIN), branch="agnostic"),
+             "mixed": _fp("not_converged", train_loss=0.5, branch="mixed")}
+    assert still_to_solve(rough, {}) == ["semantic", "agnostic", "positional", "mixed"]
+    fine = {"semantic": _fp(train_loss=0.0020)}
+    assert still_to_solve(rough, fine) == ["mixed"]  # agnostic 2 margins above, positional 50%
+    near = {**rough, "agnostic": _fp(train_loss=0.0020 * (1 + 0.5 * SCREEN_MARGIN), branch="agnostic")}
+    assert still_to_solve(near, fine) == ["agnostic", "mixed"]
+    # the lowest rough point not valid at the fine precision: every branch left is solved
+    assert still_to_solve(rough, {"semantic": _fp("collapsed", train_loss=0.0020)}) == ["agnostic", "positional",
+                                                                                          "mixed"]
+    assert still_to_solve(rough, {b: _fp(branch=b) for b in rough}) == []
+
+
 def test_to_dict_round_trip_study_and_general():
     fp = solve(Setting(), 1.5, "semantic", "fast")
     d = json.loads(json.dumps(fp.to_dict()))

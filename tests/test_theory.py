@@ -7,10 +7,11 @@ import pytest
 from scipy.optimize import minimize
 
 from attnphase import Setting
-from attnphase.theory import Status, find_crossing, linear_baseline, solve
+from attnphase.theory import Status, find_crossing, linear_baseline, solve, solve_all
 from attnphase.theory.model.loss import attention_loss, loss_derivatives, target_diagonal
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.prox.two_token import objective, solve_prox
+from attnphase.theory.state_evolution.solve import solve_screened
 
 A = np.array([[0.6, 0.4], [0.4, 0.6]])
 S2 = 0.25
@@ -139,6 +140,23 @@ def test_branch_symmetries_are_exact():
     assert np.all(sem.m == 0.0) and np.all(sem.hats.mhat == 0.0) and sem.theta_norm > 0.05
     # Global minimum at alpha = 1.5 (study setting) is the lower of the two.
     assert min(pos.train_loss, sem.train_loss) == solve(s, 1.5, "global", "fast").train_loss
+
+
+@pytest.mark.parametrize(("omega", "alpha"), [(0.3, 1.5), (0.0, 1.5), (0.3, 0.5)])
+def test_global_at_default_precision_is_the_lowest_of_every_branch(omega, alpha):
+    """`global` solves at default precision only the branches whose fast point can be the minimum
+    (solve_screened); its answer is still the lowest of every branch solved at default precision (solve_all),
+    number for number, and the branches left out lie above it there."""
+    s = Setting(omega=omega)
+    every = solve_all(s, alpha, "default")
+    best = min((p for p in every.values() if p.valid), key=lambda p: p.train_loss)
+    g = solve(s, alpha, "global", "default")
+    assert g.branch == best.branch and g.precision == "default"
+    np.testing.assert_array_equal(g.m, best.m)
+    assert g.train_loss == best.train_loss and g.test_error == best.test_error
+    kept = solve_screened(s, alpha, "default")
+    for b in set(every) - set(kept):
+        assert every[b].valid and every[b].train_loss > best.train_loss
 
 
 def test_semantic_branch_collapse_is_reported():

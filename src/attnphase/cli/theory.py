@@ -54,6 +54,14 @@ def _curve(task: tuple) -> list:
                               on_point=on_point)
 
 
+def _screened(task: tuple) -> dict:
+    """The branches that can be the global minimum at one alpha (theory's solve_screened; module level: picklable)."""
+    from attnphase.theory.state_evolution.solve import solve_screened
+
+    setting, alpha, precision, seed, multistart = task
+    return solve_screened(setting, alpha, precision, seed, multistart=multistart)
+
+
 BRANCH_CHOICES = ("positional", "semantic", "agnostic", "mixed", "free", "global", "all")
 
 
@@ -167,20 +175,30 @@ def _theory(args: argparse.Namespace) -> int:
     # One continuation per (omega, branch, piece of the alpha grid: theory.curve_pieces), one process each (the
     # package's pool).
     pieces = {b: curve_pieces(alphas, b) for b in branches}
-    tasks = [(setting, piece, b, args.precision, args.seed, multistart) for setting in settings for b in branches
-             for piece in pieces[b]]
-    done = iter(_run_curves(tasks, args.workers, progress=not args.no_progress))
+    screened = global_only and len(alphas) == 1
+    if screened:
+        # One point: only the branches that can be the minimum are solved at the precision asked (solve_screened).
+        from attnphase.parallel import map_tasks
+
+        found = map_tasks(_screened, [(setting, alphas[0], args.precision, args.seed, multistart)
+                                      for setting in settings], workers=args.workers,
+                          progress=not args.no_progress, desc="theory (global points)", unit="point")
+    else:
+        tasks = [(setting, piece, b, args.precision, args.seed, multistart) for setting in settings for b in branches
+                 for piece in pieces[b]]
+        done = iter(_run_curves(tasks, args.workers, progress=not args.no_progress))
     records = []
-    for _ in settings:
-        curves = {b: [fp for _ in pieces[b] for fp in next(done)] for b in branches}
+    for k in range(len(settings)):
+        curves = ({b: [fp] for b, fp in found[k].items()} if screened
+                  else {b: [fp for _ in pieces[b] for fp in next(done)] for b in branches})
         for i in range(len(alphas)):
             if global_only:
-                pts = {b: curves[b][i] for b in branches}
+                pts = {b: c[i] for b, c in curves.items()}
                 try:
                     fp = global_minimum(pts)
                 except ValueError as exc:
                     # No valid branch here: still one row, marked not converged, from the first branch tried.
-                    fp = pts[branches[0]]
+                    fp = next(iter(pts.values()))
                     print(f"warning: alpha={fp.alpha:g}: {exc}", file=sys.stderr)
                 for note in fp.warnings:
                     if note.code == NoteCode.unresolved:

@@ -24,7 +24,7 @@ from attnphase.theory.state_evolution.results import (
     global_minimum,
     global_minimum_curve,
 )
-from attnphase.theory.state_evolution.solve import solve, solve_all
+from attnphase.theory.state_evolution.solve import solve, solve_all, solve_screened
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition.diagram import phase_diagram
 from attnphase.theory.transition.driver import transition
@@ -36,5 +36,5 @@ __all__ = [
     "PRECISIONS", "Precision", "SolverResult", "StartRecord", "Status", "TransitionResult", "branch_map",
     "branches_for", "default_start",
     "find_crossing", "global_minimum", "global_minimum_curve", "integration_points", "linear_baseline",
-    "phase_diagram", "solve", "solve_all", "solve_curve", "solve_curves", "transition",
+    "phase_diagram", "solve", "solve_all", "solve_screened", "solve_curve", "solve_curves", "transition",
 ]

@@ -67,6 +67,7 @@ from attnphase.theory.state_evolution.results import (
     check_branch,
     check_theory_setting,
     global_minimum,
+    still_to_solve,
     summaries,
 )
 from attnphase.theory.state_evolution.starts import default_start, mixed_start_from, named_starts
@@ -187,7 +188,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
     (r >= 2, tied: one student direction positional, another semantic; m and theta both free, from the mixed
     start, and a point without either is not mixed: collapsed), "free" (no constraint, from its default or a given
-    start) or "global" (results.global_minimum over every branch the setting has: results.branches_for).
+    start) or "global" (results.global_minimum over every branch the setting has, results.branches_for, of those
+    that can be the minimum: solve_screened).
 
     Without init the answer does not depend on the caller knowing about starts (multistart None, the default):
     the branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them
@@ -216,8 +218,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         raise InputTypeError(f"multistart must be a bool or None, got {type(multistart).__name__}")
     many = multistart is not False
     if branch == "global":
-        return global_minimum(solve_all(setting, alpha, precision=prec, seed=seed, kernel=kernel,
-                                        multistart=multistart))
+        return global_minimum(solve_screened(setting, alpha, prec, seed, kernel=kernel, multistart=multistart))
     if init is not None:
         # A start in a token pattern's subspace (a curve's previous point) continues that pattern's branch.
         o = init.overlaps if isinstance(init, FixedPoint) else init
@@ -889,6 +890,25 @@ def solve_all(setting: Setting, alpha: float, precision: str | Precision = "defa
     inits = inits or {}
     return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel,
                      multistart=multistart) for b in branches_for(setting)}
+
+
+def solve_screened(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0, *,
+                   kernel: str = "auto", multistart: bool | None = None) -> dict[str, FixedPoint]:
+    """The branches that can be the global minimum at alpha, solved at precision (their results.global_minimum is
+    that of solve_all): every branch solved at the fast precision first, then at precision one by one, lowest first,
+    those whose fast point is not valid or lies within SCREEN_MARGIN of the lowest point so far
+    (results.still_to_solve); a branch whose fast point is valid and lies clearly above is left out.  Each point
+    solved is solve()'s own, so the minimum is the number solve_all gives.  At the fast precision or coarser:
+    solve_all.  (r = 2, alpha 1.5: the mixed point only, 12.3 -> 7.7 s.)"""
+    prec = get_precision(precision)
+    rough_prec = _walk_precision(prec)
+    if rough_prec is prec:
+        return solve_all(setting, alpha, prec, seed, kernel=kernel, multistart=multistart)
+    rough = solve_all(setting, alpha, rough_prec, seed, kernel=kernel, multistart=multistart)
+    fine: dict[str, FixedPoint] = {}
+    while todo := still_to_solve(rough, fine):
+        fine[todo[0]] = solve(setting, alpha, todo[0], prec, seed=seed, kernel=kernel, multistart=multistart)
+    return {b: fine[b] for b in rough if b in fine}
 
 
 def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, seed: int,
