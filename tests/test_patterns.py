@@ -127,7 +127,7 @@ def test_the_equivariant_subspace_is_what_every_permutation_with_its_rotation_fi
 
     s = Setting(L=L, r=L - 1)
     eq = equivariant(s)
-    assert eq is not None and eq.isotropic and eq.basis.shape == (L, L - 1)
+    assert eq is not None and eq.linear is not None and eq.basis.shape == (L, L - 1)
     U = eq.basis
     k = L - 1
     rows = []
@@ -184,3 +184,93 @@ def test_the_equivariant_point_is_the_root_of_the_map_restricted_by_hand():
         np.testing.assert_allclose([got[1], got[0], got[2]], z, rtol=1e-3)
     # and it is the lowest positional point: below the free solve's rank-1 iterate
     assert fp.train_loss < 0.00333
+
+
+# -- the stabiliser pattern: a rank-(L - 1) student, r - 1 directions positional and one that may carry the content
+
+def _fixed_space(Rs: list[np.ndarray], shape: tuple[int, int], left_only: bool = False) -> np.ndarray:
+    """Brute force: an orthonormal basis (rows: vectorised matrices X) of {X : R X R^T = X for every R} (R X = X with
+    left_only)."""
+    k = shape[0]
+    rows = [(np.kron(R, np.eye(shape[1])) if left_only else np.kron(R, R)) - np.eye(k * shape[1]) for R in Rs]
+    _, sv, vt = np.linalg.svd(np.vstack(rows))
+    return vt[int(np.sum(sv > 1e-9)):]
+
+
+@pytest.mark.parametrize("L", [3, 4])
+def test_the_stabiliser_subspace_is_what_the_permutations_fixing_a_token_fix_with_their_rotations(L):
+    """Brute force over the permutations that fix token 0: R_P = U^T P U is orthogonal with P U = U R_P (U the
+    pattern's basis, orthonormal within range(G)), and the common fixed space of q -> R q R^T, m = U C with
+    C -> R C R^T, V likewise and theta -> R theta is exactly the span of the pattern's matrices (2, 2, 2 and 1 of
+    them): Schur, the permutations act on W irreducibly and fix u0."""
+    from attnphase.theory.model.overlaps import range_frame
+    from attnphase.theory.model.patterns import stabiliser
+
+    s = Setting(L=L, r=L - 1)
+    st = stabiliser(s)
+    assert st is not None and st.linear is not None
+    U, k = st.basis, L - 1
+    np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-12)
+    G = range_frame(s.gram)
+    np.testing.assert_allclose(G @ (G.T @ U), U, atol=1e-12)
+    Rs = []
+    for perm in itertools.permutations(range(1, L)):
+        P = np.eye(L)[[0, *perm]]
+        R = U.T @ P @ U
+        np.testing.assert_allclose(R @ R.T, np.eye(k), atol=1e-12)
+        np.testing.assert_allclose(P @ U, U @ R, atol=1e-12)
+        Rs.append(R)
+    qf, mf, Vf, tf = st.linear
+    fixed_sym = _fixed_space(Rs, (k, k))
+    for fam in (qf, [U.T @ M for M in mf], Vf):
+        assert _span_equal(fixed_sym.T, np.column_stack([B.reshape(-1) for B in fam]))
+    assert _span_equal(_fixed_space(Rs, (k, 1), left_only=True).T, np.column_stack([T.reshape(-1) for T in tf]))
+    # only with the equivariant pattern's conditions and a teacher of rank 1
+    assert stabiliser(Setting(L=3)) is None and stabiliser(Setting(L=4, r=2)) is None
+    assert stabiliser(Setting(L=3, r=2, positions="orthogonal")) is None
+    assert stabiliser(Setting(L=3, r=2, r_star=2)) is None
+
+
+def test_the_l4_rank3_mixed_point_is_the_root_of_the_map_restricted_by_hand():
+    """L = 4, r = 3, omega 0.6, alpha 0.8, fast: the mixed branch (found on the stabiliser pattern) against an
+    independent computation: the raw map (update_hatoverlaps, update_overlaps; no gauge, no layout) at m = [kappa W,
+    mu u0], theta = t e_3, q = diag(q0, q0, q1), V = diag(v0, v0, v1), its image projected by hand onto those seven
+    numbers, the root by scipy's hybr, per scrambling within 1e-3 relative (mu, near zero: within 1e-3 of kappa).
+    The point has two directions positional and one semantic, below the equivariant positional point (0.004662)."""
+    from scipy.optimize import root
+
+    from attnphase.theory import solve
+    from attnphase.theory.model.channel import update_hatoverlaps
+    from attnphase.theory.model.overlaps import Branch, Overlaps
+    from attnphase.theory.model.patterns import stabiliser
+    from attnphase.theory.model.prior import update_overlaps
+    from attnphase.theory.state_evolution.precision import integration_points
+
+    s = Setting(L=4, r=3, omega=0.6)
+    U = stabiliser(s).basis
+    W, u0 = U[:, :2], U[:, 2]
+
+    def ov(z: np.ndarray) -> Overlaps:
+        k, mu, t, q0, q1, v0, v1 = z
+        return Overlaps(q=np.diag([q0, q0, q1]), m=np.column_stack([k * W, mu * u0]), V=np.diag([v0, v0, v1]),
+                        theta=np.array([[0.0], [0.0], [t]]))
+
+    fp = solve(s, 0.8, "mixed", "fast")
+    assert fp.valid and any(st.name == "stabiliser mixed" and st.status.value == "ok" for st in fp.starts)
+    sv = np.linalg.svd(fp.overlaps.m, compute_uv=False)
+    assert sv[1] == pytest.approx(sv[0], rel=1e-9) and sv[2] < 0.01 * sv[0] and fp.theta_norm > 0.05
+    assert fp.train_loss < 0.00465
+    for rep in range(2):
+        pts = integration_points(s, "fast", rep, 0)
+
+        def image(z: np.ndarray, pts=pts) -> np.ndarray:
+            n = update_overlaps(s, update_hatoverlaps(s, 0.8, ov(z), pts, Branch.mixed).hats)
+            return np.array([np.sum(n.m[:, :2] * W) / 2, n.m[:, 2] @ u0, n.theta[2, 0], (n.q[0, 0] + n.q[1, 1]) / 2,
+                             n.q[2, 2], (n.V[0, 0] + n.V[1, 1]) / 2, n.V[2, 2]])
+
+        z = root(lambda z, image=image: image(z) - z, np.array([0.3, 0.0, 0.08, 0.032, 0.05, 30.0, 28.0]),
+                 method="hybr").x
+        q0, q1, k, mu, v0, v1, t = fp.hints.replica_x[rep]  # (Layout.linear's order: q, m, V, theta families)
+        got = np.array([k, mu, t, q0, q1, v0, v1])
+        assert abs(got[1] - z[1]) <= 1e-3 * z[0]
+        np.testing.assert_allclose(np.delete(got, 1), np.delete(z, 1), rtol=1e-3)

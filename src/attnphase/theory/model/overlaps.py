@@ -25,6 +25,7 @@ target depends on h* only through the scores h*_l . h*_k, for any omega: the ome
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -180,8 +181,8 @@ class Layout:
     _pinv: np.ndarray = field(repr=False)
     sizes: tuple[int, int, int, int] = (0, 0, 0, 0)
     untied: bool = False  # r is the untied student's field rank 2r'; unpack marks the Overlaps so
-    # (isotropic: m = kappa iso, q = q0 I, V = v0 I; coordinates (q0, kappa, v0).  See isotropic.)
-    iso: np.ndarray | None = field(default=None, repr=False)
+    # (a linear subspace: q, m, V, theta each a combination of fixed matrices, one coordinate per matrix.  See linear.)
+    lin: tuple[tuple[np.ndarray, ...], ...] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, L: int, r: int, r_star: int, G: np.ndarray, branch: str | Branch, untied: bool = False) -> Layout:
@@ -206,13 +207,16 @@ class Layout:
         sizes = (self.sizes[0], B.shape[1] * self.r if self.branch.has_m else 0, self.sizes[2], self.sizes[3])
         return dataclasses.replace(self, basis=B, _pinv=np.linalg.pinv(B), sizes=sizes)
 
-    def isotropic(self, M0: np.ndarray) -> Layout:
-        """This layout (positional, theta fixed at 0) restricted to m = kappa M0 (L x r), q = q0 I, V = v0 I:
-        coordinates (q0, kappa, v0), pack the least-squares projection (model.patterns, "equivariant")."""
-        M0 = np.asarray(M0, dtype=float).reshape(self.L, self.r)
-        if not self.branch.has_m or self.branch.has_theta:
-            raise ValueError("an isotropic layout is the positional branch's")
-        return dataclasses.replace(self, iso=M0, sizes=(1, 1, 1, 0))
+    def linear(self, q: Sequence[np.ndarray], m: Sequence[np.ndarray], V: Sequence[np.ndarray],
+               theta: Sequence[np.ndarray] = ()) -> Layout:
+        """This layout restricted to a linear subspace: q = sum_i a_i q[i], m = sum_j b_j m[j], V, theta likewise (r x r,
+        L x r, r x r, r x r* matrices, each family orthogonal), one coordinate per matrix; pack the orthogonal
+        projection onto them (model.patterns: the equivariant pattern m = kappa U, q = q0 I, V = v0 I, and the
+        stabiliser pattern).  theta's family must be empty on a branch without theta."""
+        fam = tuple(tuple(np.asarray(B, dtype=float) for B in f) for f in (q, m, V, theta))
+        if fam[3] and not self.branch.has_theta:
+            raise ValueError(f"the {self.branch.value} branch has no theta")
+        return dataclasses.replace(self, lin=fam, sizes=tuple(len(f) for f in fam))
 
     @property
     def size(self) -> int:
@@ -231,8 +235,8 @@ class Layout:
 
     def names(self) -> list[str]:
         """Human names of the flat coordinates (for messages)."""
-        if self.iso is not None:
-            return ["q0", "kappa", "v0"]
+        if self.lin is not None:
+            return [f"{k}~{i}" for k, f in zip(("q", "m", "V", "theta"), self.lin, strict=True) for i in range(len(f))]
         iu = _triu(self.r)
         out = [f"q[{i},{j}]" for i, j in zip(*iu, strict=True)]
         if self.branch.has_m:
@@ -243,10 +247,9 @@ class Layout:
         return out
 
     def pack(self, o: Overlaps) -> np.ndarray:
-        if self.iso is not None:
-            M0 = self.iso
-            kappa = float(np.sum(M0 * o.m) / np.sum(M0 * M0))
-            return np.array([np.trace(o.q) / self.r, kappa, np.trace(o.V) / self.r])
+        if self.lin is not None:
+            return np.array([float(np.sum(B * X) / np.sum(B * B)) for f, X in zip(self.lin, (o.q, o.m, o.V, o.theta),
+                                                                                  strict=True) for B in f])
         iu = _triu(self.r)
         q = 0.5 * (o.q + o.q.T)
         V = 0.5 * (o.V + o.V.T)
@@ -260,11 +263,12 @@ class Layout:
 
     def unpack(self, x: np.ndarray) -> Overlaps:
         x = np.asarray(x, dtype=float)
-        if self.iso is not None:
-            eye = np.eye(self.r)
-            return Overlaps(q=x[0] * eye, m=x[1] * self.iso, V=x[2] * eye, theta=np.zeros((self.r, self.r_star)),
-                            untied=self.untied)
         sq, sm, sV, st = self._slices()
+        if self.lin is not None:
+            shapes = ((self.r, self.r), (self.L, self.r), (self.r, self.r), (self.r, self.r_star))
+            q, m, V, theta = (sum((c * B for c, B in zip(x[sl], f, strict=True)), np.zeros(shp))
+                              for sl, f, shp in zip((sq, sm, sV, st), self.lin, shapes, strict=True))
+            return Overlaps(q=q, m=m, V=V, theta=theta, untied=self.untied)
         q = _sym_from_triu(x[sq], self.r)
         V = _sym_from_triu(x[sV], self.r)
         m = self.basis @ x[sm].reshape(-1, self.r) if self.branch.has_m else np.zeros((self.L, self.r))
@@ -287,7 +291,7 @@ class Layout:
         """Per-coordinate size for relative residuals: max(|x|, 1e-3); an off-diagonal entry of q or V is measured
         against its matrix's scale, sqrt(|M_aa M_bb|) (a small correlation must not set the tolerance)."""
         out = np.maximum(np.abs(x), 1e-3)
-        if self.r > 1 and self.iso is None:
+        if self.r > 1 and self.lin is None:
             sq, _, sV, _ = self._slices()
             iu, ju = _triu(self.r)
             for sl in (sq, sV):

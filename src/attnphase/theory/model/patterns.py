@@ -21,13 +21,14 @@ orthonormal basis of range(G)).  Their fixed space is m = kappa U, q = q0 I, V =
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import range_frame
+from attnphase.theory.model.overlaps import Overlaps, range_frame
 
 _SYMMETRY_TOL = 1e-12  # entries of G and A compared with their permutation-symmetric forms
 _LEVEL_TOL = 1e-6  # relative difference at which two entries of m are read as equal (one level set)
@@ -36,12 +37,30 @@ _LEVEL_TOL = 1e-6  # relative difference at which two entries of m are read as e
 @dataclass(frozen=True, eq=False)
 class Pattern:
     """One token pattern: its name, an orthonormal basis (L x p) of its subspace within range(G), and the direction
-    (a unit vector in it) a start's m is turned to."""
+    (a unit vector in it) a start's m is turned to.  A pattern of the student's directions too (equivariant,
+    stabiliser) has ``linear``: q, m, V, theta each a combination of those matrices (overlaps.Layout.linear), and
+    ``place``, which puts a start on it."""
 
     name: str
     basis: np.ndarray
     direction: np.ndarray
-    isotropic: bool = False  # the equivariant pattern: m = kappa basis (L x r), q and V multiples of I
+    linear: tuple[tuple[np.ndarray, ...], ...] | None = None
+    place: Callable[[Overlaps], Overlaps] | None = None
+
+    def holds(self, o: Any) -> bool:
+        """Whether overlaps o lie on this pattern's linear subspace (each of q, m, V, theta its projection to
+        _LEVEL_TOL of its size), m not zero: a curve's previous point there continues the pattern."""
+        if self.linear is None:
+            return False
+        mats = [np.asarray(getattr(o, k), dtype=float) for k in ("q", "m", "V", "theta")]
+        if any(X.shape != f[0].shape for X, f in zip(mats, self.linear, strict=True) if f) or not all(
+                np.all(np.isfinite(X)) for X in mats):
+            return False
+        for X, f in zip(mats, self.linear, strict=True):
+            P = sum((np.sum(B * X) / np.sum(B * B) * B for B in f), np.zeros_like(X))
+            if np.abs(X - P).max() > _LEVEL_TOL * max(np.abs(X).max(), 0.0):
+                return False
+        return bool(np.abs(mats[1]).max() > 0)
 
 
 def exchangeable(setting: Setting) -> bool:
@@ -59,25 +78,49 @@ def equivariant(setting: Setting) -> Pattern | None:
     U = range_frame(setting.gram)
     if U.shape[1] != setting.r:
         return None
-    return Pattern("equivariant", U, U[:, 0], isotropic=True)
+    eye = np.eye(setting.r)
+
+    def place(o: Overlaps) -> Overlaps:  # m = kappa U from any start, its size kept (rms over the directions)
+        return Overlaps(q=o.q, m=np.linalg.norm(o.m) / np.linalg.norm(U) * U, V=o.V, theta=np.zeros_like(o.theta))
+
+    return Pattern("equivariant", U, U[:, 0], linear=((eye,), (U,), (eye,), ()), place=place)
 
 
-def on_equivariant(setting: Setting, o: Any) -> bool:
-    """Whether overlaps o lie on the equivariant pattern's subspace (m = kappa U with kappa > 0, q and V multiples of
-    I, theta 0, to _LEVEL_TOL relative): a curve's previous point there continues that pattern."""
+def stabiliser(setting: Setting) -> Pattern | None:
+    """The stabiliser pattern of the mixed branch where the setting has the equivariant one and a teacher of rank 1:
+    the permutations that fix token 0, each with its rotation R_P = U^T P U of the student's directions, where U =
+    [W, u0] is an orthonormal basis of range(G) adapted to them (W: the sum-zero vectors that vanish at token 0, on
+    which they act irreducibly; u0 ~ (L - 1, -1, ..., -1), which they fix).  By Schur their fixed space is
+    m = [kappa W, mu u0], theta = t e_{r-1}, q = diag(q0 I, q1), V = diag(v0 I, v1): r - 1 directions positional and
+    one that may carry the teacher's content, 7 coordinates.  L = 4, r = 3, omega 0.6, alpha 0.8: L-BFGS at d = 1000
+    ends there (two directions positional, theta 0.05-0.09), below the equivariant point (docs/rank2.md).  None
+    where the setting has no such pattern."""
     eq = equivariant(setting)
-    if eq is None:
-        return False
-    U = eq.basis
-    m, q, V = (np.asarray(getattr(o, k), dtype=float) for k in ("m", "q", "V"))
-    if m.shape != U.shape or not np.all(np.isfinite(m)):
-        return False
-    kappa = float(np.sum(U * m) / np.sum(U * U))
-    eye = np.eye(U.shape[1])
-    return bool(kappa > 0 and np.abs(m - kappa * U).max() <= _LEVEL_TOL * kappa
-                and np.abs(q - q[0, 0] * eye).max() <= _LEVEL_TOL * abs(q[0, 0])
-                and np.abs(V - V[0, 0] * eye).max() <= _LEVEL_TOL * abs(V[0, 0])
-                and not np.any(np.asarray(o.theta)))
+    if eq is None or setting.r_star != 1:
+        return None
+    L, r = setting.L, setting.r
+    u0 = np.full(L, -1.0)
+    u0[0] = L - 1.0
+    u0 /= np.linalg.norm(u0)
+    Z = np.eye(L)[:, 1:] - 1.0 / (L - 1)  # sum-zero over tokens 1 .. L-1, zero at token 0
+    Z[0] = 0.0
+    W = np.linalg.svd(Z, full_matrices=False)[0][:, : L - 2]
+    U = np.column_stack([W, u0])
+    P0, P1 = np.diag([1.0] * (r - 1) + [0.0]), np.diag([0.0] * (r - 1) + [1.0])
+    M0, M1 = np.column_stack([W, np.zeros(L)]), np.column_stack([np.zeros((L, r - 1)), u0])
+    T = np.zeros((r, 1))
+    T[-1, 0] = 1.0
+
+    def place(o: Overlaps) -> Overlaps:
+        """A start on the pattern: its most semantic direction (largest row of theta) the last one, its m spread over
+        the others (each as large as the start's whole m), mu 0."""
+        k = int(np.argmax(np.linalg.norm(o.theta, axis=1)))
+        rest = [j for j in range(r) if j != k]
+        q0, v0 = float(np.mean(np.diag(o.q)[rest])), float(np.mean(np.diag(o.V)[rest]))
+        return Overlaps(q=q0 * P0 + o.q[k, k] * P1, m=np.linalg.norm(o.m) * M0, V=v0 * P0 + o.V[k, k] * P1,
+                        theta=np.linalg.norm(o.theta) * T)
+
+    return Pattern("stabiliser", U, W[:, 0], linear=((P0, P1), (M0, M1), (P0, P1), (T,)), place=place)
 
 
 def _symmetric(setting: Setting) -> bool:

@@ -42,9 +42,10 @@ class BranchMap:
     the neutral directions of the exact rotation symmetry.  Raises fixed_point.Inadmissible where the map
     cannot be evaluated.  Coordinate names: ``bm.layout.names()``.  Near its last full evaluation the map
     continues that evaluation's local minimisers (see :meth:`step`); ``bm.evaluations`` counts both kinds.
-    ``pattern`` (positional branch, a token pattern of model.patterns): m held in its subspace, the image projected
-    onto it; for the equivariant pattern q and V held at multiples of I as well, without the rotation gauge (the
-    pattern fixes the student's rotation itself: m = kappa U).
+    ``pattern`` (a pattern of model.patterns): for a token pattern (positional branch) m held in its subspace, the
+    image projected onto it; for a pattern of the student's directions too (equivariant, stabiliser) every overlap
+    held on its linear subspace (Layout.linear), without the rotation gauge (the pattern fixes the student's
+    rotation itself: m = kappa U).
     """
 
     def __init__(self, setting: Setting, alpha: float, branch: str | Branch, points: np.ndarray, *,
@@ -56,14 +57,14 @@ class BranchMap:
         self.kernel = kernel
         self.layout = Layout.for_setting(setting, self.branch)
         if pattern is not None:
-            self.layout = (self.layout.isotropic(pattern.basis) if pattern.isotropic
+            self.layout = (self.layout.linear(*pattern.linear) if pattern.linear is not None
                            else self.layout.on_subspace(pattern.basis))
         # Not on a tied student's agnostic branch: at m = theta = 0 the map commutes with every rotation of the
         # student directions and its fixed point is isotropic (q, V ~ multiples of I: nothing neutral to remove),
         # while diagonalising a near-isotropic q rotates V at random from one step to the next (r = 2, alpha 1.5:
         # residual stuck at 8e-2 after 100 iterations; without the gauge 41 iterations, the same train loss).
         self.gauge = (setting.field_rank > 1 or setting.r_star > 1) and not (
-            self.branch == Branch.agnostic and not setting.untied) and self.layout.iso is None
+            self.branch == Branch.agnostic and not setting.untied) and self.layout.lin is None
         # cheap() reuses the last exact step's minimisers as warm starts; not for the two-token kernel, whose cheap
         # steps misled the chord at far points (docs/numerics.md, "Cheap steps").
         self.warmable = choose_kernel(setting.L, setting.field_rank, kernel, setting.untied) == "general"
@@ -174,12 +175,16 @@ class BranchMap:
         o = self.layout.unpack(x)
         qd = np.sqrt(np.maximum(np.diag(o.q), 0.0))
         sm, st = self.layout.block("m"), self.layout.block("theta")
+        rho = np.sqrt(np.diag(self.setting.rho_matrix))
+        if self.layout.lin is not None:
+            # (a linear pattern's coordinate: against the sizes of the entries its matrix spans, weighted by them)
+            for sl, f, size in ((sm, self.layout.lin[1], np.tile(qd, (self.setting.L, 1))),
+                                (st, self.layout.lin[3], np.outer(qd, rho))):
+                out[sl] = np.maximum(out[sl], [float(np.sum(np.abs(B) * size) / np.sum(np.abs(B))) for B in f])
+            return out
         if sm.stop > sm.start:
-            # (kappa, the equivariant pattern's one m coordinate: against the directions' common size)
-            out[sm] = np.maximum(out[sm], float(np.mean(qd)) if self.layout.iso is not None
-                                 else np.tile(qd, self.layout.basis.shape[1]))
+            out[sm] = np.maximum(out[sm], np.tile(qd, self.layout.basis.shape[1]))
         if st.stop > st.start:
-            rho = np.sqrt(np.diag(self.setting.rho_matrix))
             out[st] = np.maximum(out[st], np.outer(qd, rho).reshape(-1))
         return out
 

@@ -37,8 +37,8 @@ from attnphase.theory.model.patterns import (
     Pattern,
     equivariant,
     exchangeable,
-    on_equivariant,
     pattern_subspace,
+    stabiliser,
     token_patterns,
 )
 from attnphase.theory.model.prior import train_loss
@@ -224,8 +224,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         o = init.overlaps if isinstance(init, FixedPoint) else init
         basis = pattern_subspace(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
         pattern = Pattern("", basis, o.m[:, 0] / np.linalg.norm(o.m)) if basis is not None else None
-        if branch == "positional" and isinstance(o, Overlaps) and on_equivariant(setting, o):
-            pattern = equivariant(setting)
+        for own in _own_patterns(setting, branch):
+            if isinstance(o, Overlaps) and own.holds(o):
+                pattern = own
         return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=pattern)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
@@ -288,6 +289,13 @@ def _first_valid(setting: Setting, branch: str) -> bool:
     return True
 
 
+def _own_patterns(setting: Setting, branch: str) -> list[Pattern]:
+    """The patterns of the student's directions a branch is solved on beside the free solve: the equivariant one
+    (positional), the stabiliser one (mixed); empty where the setting has none (model.patterns)."""
+    own = equivariant(setting) if branch == "positional" else stabiliser(setting) if branch == MIXED else None
+    return [own] if own is not None else []
+
+
 def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, seed: int, kernel: str, many: bool,
                   ladder: bool) -> FixedPoint:
     tried: list[tuple[str, FixedPoint | None]] = []
@@ -296,12 +304,11 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # The positional branch of an exchangeable setting: one branch per token pattern, each in its subspace (the
     # lowest kept, as among starts); elsewhere the free solve.
     patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
-    eq = equivariant(setting) if branch == "positional" else None
-    if eq is not None:
-        # (rank L - 1 at L > 2: the equivariant pattern beside the free solve, which reaches only points of rank-1 m
-        # there, or none: L = 3, r = 2, omega 0.6, alpha 0.8, docs/rank2.md.  After it: where neither gives a point,
-        # the free solve's status is the branch's (the pattern's collapse says nothing of points off its subspace).)
-        patterns = [*patterns, eq]
+    # (rank L - 1 at L > 2: the patterns of the student's directions beside the free solve, which reaches only points
+    # of rank-1 m there, or none: L = 3, r = 2, omega 0.6, alpha 0.8; L = 4, r = 3, mixed; docs/rank2.md.  After it:
+    # where none gives a point, the free solve's status is the branch's (a pattern's collapse says nothing of points
+    # off its subspace).)
+    patterns += _own_patterns(setting, branch)
     for pattern in patterns:
         memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
         for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
@@ -575,12 +582,12 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
     o_start = _start(setting, b, init)
-    subspace = pattern.basis if pattern is not None and not pattern.isotropic else None
-    if pattern is not None and pattern.isotropic:
-        # m = kappa U from any start: its size kept (rms over the student's directions)
-        layout = layout.isotropic(pattern.basis)
-        size = np.linalg.norm(o_start.m) / np.linalg.norm(pattern.basis)
-        o_start = dataclasses.replace(o_start, m=size * pattern.basis)
+    subspace = pattern.basis if pattern is not None and pattern.linear is None else None
+    if pattern is not None and pattern.linear is not None:
+        # (a pattern of the student's directions too: a start off it placed on it, Pattern.place)
+        layout = layout.linear(*pattern.linear)
+        if not pattern.holds(o_start):
+            o_start = pattern.place(o_start)
     if subspace is not None:
         layout = layout.on_subspace(subspace)
         m = o_start.m[:, 0]
@@ -708,7 +715,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         # its conjugates rotated alike (the prior side maps the reported hats to the reported overlaps).
         # (the equivariant pattern's points are m = kappa U already: a canonical rotation of its degenerate m would
         # differ between scramblings and shrink their mean)
-        R, Rs = gauge_rotation(o) if bm.layout.iso is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
+        R, Rs = gauge_rotation(o) if bm.layout.lin is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
         if overlaps_reps:
             R = R * aligning_signs(rotate(o, R, Rs), overlaps_reps[0])
         overlaps_reps.append(rotate(o, R, Rs))
