@@ -222,8 +222,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     if init is not None:
         # A start in a token pattern's subspace (a curve's previous point) continues that pattern's branch.
         o = init.overlaps if isinstance(init, FixedPoint) else init
-        basis = pattern_subspace(setting, o.m) if branch == "positional" and isinstance(o, Overlaps) else None
-        pattern = Pattern("", basis, o.m[:, 0] / np.linalg.norm(o.m)) if basis is not None else None
+        pattern = _token_pattern_of(setting, branch, o) if isinstance(o, Overlaps) else None
         for own in _own_patterns(setting, branch):
             if isinstance(o, Overlaps) and own.holds(o):
                 pattern = own
@@ -289,6 +288,20 @@ def _first_valid(setting: Setting, branch: str) -> bool:
     return True
 
 
+def _token_pattern_of(setting: Setting, branch: str, o: Overlaps) -> Pattern | None:
+    """The token pattern whose subspace a start's m lies in (model.patterns.pattern_subspace): on the positional branch
+    of an exchangeable setting, and on the mixed branch where every column of m is along one vector; None elsewhere."""
+    basis, v = None, o.m[:, 0]
+    if branch == "positional":
+        basis = pattern_subspace(setting, o.m)
+    elif branch == MIXED and not setting.untied and np.all(np.isfinite(o.m)):
+        u, sv, _ = np.linalg.svd(o.m, full_matrices=False)
+        v = u[:, 0] * sv[0]
+        if sv[0] > 0 and sv[1:].max(initial=0.0) <= 1e-9 * sv[0]:
+            basis = pattern_subspace(setting.replace(r=1), v[:, None])
+    return Pattern("", basis, v / np.linalg.norm(v)) if basis is not None else None
+
+
 def _own_patterns(setting: Setting, branch: str) -> list[Pattern]:
     """The patterns of the student's directions a branch is solved on beside the free solve: the equivariant one
     (positional), the stabiliser one (mixed); empty where the setting has none (model.patterns)."""
@@ -302,8 +315,13 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     first = _first_valid(setting, branch)
     same_as: dict[str, str] = {}
     # The positional branch of an exchangeable setting: one branch per token pattern, each in its subspace (the
-    # lowest kept, as among starts); elsewhere the free solve.
+    # lowest kept, as among starts); elsewhere the free solve.  The mixed branch where the tokens have that symmetry:
+    # every column of m on a pattern's subspace too, beside the free solve (L = 4, r = 2, omega 0.6, alpha 0.8, fast:
+    # the free solve not converged, 40 s; on each pattern ok in 2 s, one direction positional, one semantic, where
+    # L-BFGS ends at d = 1000: docs/rank2.md).
     patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
+    if branch == MIXED:
+        patterns += token_patterns(setting.replace(r=1))
     # (rank L - 1 at L > 2: the patterns of the student's directions beside the free solve, which reaches only points
     # of rank-1 m there, or none: L = 3, r = 2, omega 0.6, alpha 0.8; L = 4, r = 3, mixed; docs/rank2.md.  After it:
     # where none gives a point, the free solve's status is the branch's (a pattern's collapse says nothing of points
@@ -590,11 +608,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             o_start = pattern.place(o_start)
     if subspace is not None:
         layout = layout.on_subspace(subspace)
-        m = o_start.m[:, 0]
+        m = o_start.m
         if np.linalg.norm(m - subspace @ (subspace.T @ m)) > 1e-9 * np.linalg.norm(m):
-            # a start outside the subspace: its m turned to the pattern's direction, its size kept
-            sign = 1.0 if float(pattern.direction @ m) >= 0 else -1.0
-            o_start = dataclasses.replace(o_start, m=(sign * np.linalg.norm(m) * pattern.direction)[:, None])
+            # a start outside the subspace: each column of m turned to the pattern's direction, its size kept
+            signs = np.where(pattern.direction @ m >= 0, 1.0, -1.0)
+            o_start = dataclasses.replace(o_start, m=np.outer(pattern.direction, signs * np.linalg.norm(m, axis=0)))
     x = layout.pack(o_start)
     overlaps_reps: list[Overlaps] = []
     raw_reps: list[Overlaps] = []  # each scrambling's fixed point with the signs the iteration found
