@@ -16,7 +16,10 @@ points that the symmetry makes; each subspace is one branch, a token pattern.
 A tied student of rank r = L - 1 with the simplex code (range(G) the sum-zero vectors, where the permutations act
 irreducibly) has one more: the permutations acting on the student's directions too, by R_P = U^T P U (U an
 orthonormal basis of range(G)).  Their fixed space is m = kappa U, q = q0 I, V = v0 I (Schur's lemma), the
-"equivariant" pattern: both directions positional, the point L-BFGS reaches at L = 3, r = 2 (docs/rank2.md).
+"equivariant" pattern: both directions positional, the point L-BFGS reaches at L = 3, r = 2 (docs/rank2.md).  The
+permutations that fix one token fix more (the "stabiliser" pattern of the mixed branch: r - 1 directions positional
+and one that may carry the teacher's content), the point L-BFGS reaches at L = 4, r = 3.  A token pattern's
+subspace holds every column of a rank-r student's m too (the mixed branch, L = 4, r = 2).
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class Pattern:
             return False
         for X, f in zip(mats, self.linear, strict=True):
             P = sum((np.sum(B * X) / np.sum(B * B) * B for B in f), np.zeros_like(X))
-            if np.abs(X - P).max() > _LEVEL_TOL * max(np.abs(X).max(), 0.0):
+            if np.abs(X - P).max() > _LEVEL_TOL * np.abs(X).max():
                 return False
         return bool(np.abs(mats[1]).max() > 0)
 

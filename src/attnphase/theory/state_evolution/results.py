@@ -354,12 +354,12 @@ def still_to_solve(rough: Mapping[str, FixedPoint], fine: Mapping[str, FixedPoin
     train loss first, then the ones without a valid rough point); then those whose rough point is not valid or lies
     within SCREEN_MARGIN of the lowest fine point.  Empty: the fine points hold the global minimum."""
     best = lowest(list(fine.values()))
-    left = [b for b in rough if b not in fine]
-    left.sort(key=lambda b: (not rough[b].valid, rough[b].train_loss if rough[b].valid else 0.0))
+    ranked = {b: p.train_loss for b, p in rough.items() if p.valid and math.isfinite(p.train_loss)}
+    left = sorted((b for b in rough if b not in fine), key=lambda b: (b not in ranked, ranked.get(b, 0.0)))
     if best is None:
         return left
     bound = best.train_loss * (1.0 + SCREEN_MARGIN)
-    return [b for b in left if not rough[b].valid or rough[b].train_loss <= bound]
+    return [b for b in left if b not in ranked or ranked[b] <= bound]
 
 
 def global_minimum(points: dict[str, FixedPoint]) -> FixedPoint:

@@ -201,7 +201,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     continued so always, the lower of it and the starts' points kept (LADDER_BASE).  Which starts ran and what each
     gave: FixedPoint.starts (empty where the first one sufficed).  The positional branch of a setting every token
     permutation leaves unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed
-    with the pattern ("1:2 default"), the lowest kept; with init in a pattern's subspace, in that subspace.
+    with the pattern ("1:2 default"), the lowest kept, and so is the mixed branch (every column of m in one pattern's
+    subspace) beside its free solve; at rank L - 1 the positional branch also on the equivariant pattern and the
+    mixed one on the stabiliser pattern; with init in a pattern's subspace, in that subspace.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
@@ -594,8 +596,8 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
 
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
            kernel: str, memo: _CoarseMemo | None = None, pattern: Pattern | None = None) -> FixedPoint:
-    """One branch from one start; with a token pattern, the positional branch with m held in its subspace (for the
-    equivariant pattern, q and V at multiples of I as well)."""
+    """One branch from one start; with a token pattern, m (each of its columns) held in the pattern's subspace; with
+    a pattern of the student's directions (equivariant, stabiliser), every overlap on its linear subspace."""
     branch = b.value
     t0 = time.perf_counter()
     layout = Layout.for_setting(setting, b)
