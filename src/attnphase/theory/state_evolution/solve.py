@@ -329,9 +329,12 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # where none gives a point, the free solve's status is the branch's (a pattern's collapse says nothing of points
     # off its subspace).)
     patterns += _own_patterns(setting, branch)
+    # (a start that is built by solving, e.g. the mixed one from two rank-1 solves, built once for every pattern)
+    starts = [(name, functools.cache(start) if callable(start) else start)
+              for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many)]
     for pattern in patterns:
         memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
-        for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many):
+        for name, start in starts:
             name = f"{pattern.name} {name}" if pattern is not None else name
             o = start() if callable(start) else start
             if o is None and not name.endswith("default"):
