@@ -169,6 +169,12 @@ def _sym_from_triu(v: np.ndarray, r: int) -> np.ndarray:
     return M + np.triu(M, 1).T
 
 
+def linear_coefficients(family: Sequence[np.ndarray], X: np.ndarray) -> list[float]:
+    """The coordinates of X's orthogonal projection onto span(family) (an orthogonal family of matrices of X's shape):
+    <B, X> / <B, B> per matrix B (Layout.linear's pack; model.patterns.Pattern.holds)."""
+    return [float(np.sum(B * X) / np.sum(B * B)) for B in family]
+
+
 @dataclass(frozen=True, eq=False)
 class Layout:
     """Packing of one branch's free coordinates for L tokens, ranks r, r*, Gram matrix G."""
@@ -248,8 +254,8 @@ class Layout:
 
     def pack(self, o: Overlaps) -> np.ndarray:
         if self.lin is not None:
-            return np.array([float(np.sum(B * X) / np.sum(B * B)) for f, X in zip(self.lin, (o.q, o.m, o.V, o.theta),
-                                                                                  strict=True) for B in f])
+            return np.array([c for f, X in zip(self.lin, (o.q, o.m, o.V, o.theta), strict=True)
+                             for c in linear_coefficients(f, X)])
         iu = _triu(self.r)
         q = 0.5 * (o.q + o.q.T)
         V = 0.5 * (o.V + o.V.T)

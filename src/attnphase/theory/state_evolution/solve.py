@@ -736,8 +736,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             break
         # Each scrambling's representative pointing the first one's way (their mean is then that of one solution),
         # its conjugates rotated alike (the prior side maps the reported hats to the reported overlaps).
-        # (the equivariant pattern's points are m = kappa U already: a canonical rotation of its degenerate m would
-        # differ between scramblings and shrink their mean)
+        # (a linear pattern's points fix the student's rotation already, e.g. the equivariant one's m = kappa U: a
+        # canonical rotation of its degenerate m would differ between scramblings and shrink their mean)
         R, Rs = gauge_rotation(o) if bm.layout.lin is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
         if overlaps_reps:
             R = R * aligning_signs(rotate(o, R, Rs), overlaps_reps[0])
