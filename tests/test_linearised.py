@@ -118,6 +118,30 @@ def test_squared_order_parameter_intercept_tells_an_imperfect_pitchfork_from_a_f
     assert lin.classify_end(_c("alpha_sem_appears", 0.77, 0.76, 0.78), pitch, "lower", sub).kind == "unknown"
 
 
+def test_an_upper_end_is_classified_against_the_pitchfork_it_merges_at() -> None:
+    """A branch that exists below its end (the positional branch merging back into the agnostic point): the mirror of
+    the lower side.  m^2 = 0.02 (1.29 - alpha) exactly below a pitchfork at 1.29 [1.25, 1.33]."""
+    pitch = _c("positional_merge", 1.29, 1.25, 1.33, "pitchfork")
+    sup = [(a, float(np.sqrt(0.02 * (1.29 - a))), 1e-4) for a in (1.0, 1.1, 1.2)]
+    x0, err = lin.order_squared_intercept(sup, 1.33, "upper")
+    assert x0 == pytest.approx(1.29, abs=1e-12) and 0 < err < 0.01
+    assert lin.order_squared_intercept(sup, 1.33) is None  # (no points above 1.33 for the lower side)
+    # valid points up to 1.37, beyond the pitchfork: the imperfection, the end is the pitchfork
+    imperfect = lin.classify_end(_c("alpha_pos_vanishes", 1.374, 1.369, 1.380), pitch, "upper", sup)
+    assert imperfect.kind == "pitchfork" and imperfect.value == 1.29 and (imperfect.lo, imperfect.hi) == (1.25, 1.33)
+    assert "up to alpha = 1.369" in imperfect.reason and "imperfect" in imperfect.reason
+    # m finite at the pitchfork (m^2 = 0.01 + 0.02 (1.29 - alpha)): subcritical, the branch ends at a fold beyond it
+    sub = [(a, float(np.sqrt(0.01 + 0.02 * (1.29 - a))), 1e-4) for a in (1.1, 1.2)]
+    fold = lin.classify_end(_c("alpha_pos_vanishes", 1.5, 1.49, 1.51), pitch, "upper", sub)
+    assert fold.kind == "fold" and fold.value == 1.5 and "upper bound" in fold.reason
+    # lost before the pitchfork while m^2 heads to zero inside it: the interval reaches down to the bracket
+    lost = lin.classify_end(_c("alpha_pos_vanishes", 1.21, 1.20, 1.22), pitch, "upper", sup)
+    assert lost.kind == "pitchfork" and (lost.lo, lost.hi) == (1.20, 1.33) and "just below" in lost.reason
+    assert lin.classify_end(_c("alpha_pos_vanishes", 1.21, 1.20, 1.22), pitch, "upper", sub).kind == "unknown"
+    overlapping = lin.classify_end(_c("alpha_pos_vanishes", 1.30, 1.29, 1.31), pitch, "upper")
+    assert overlapping.kind == "pitchfork" and overlapping.value == 1.29
+
+
 @pytest.mark.slow
 def test_pitchfork_roots_do_not_depend_on_the_warm_starts() -> None:
     """L = 3 simplex, semantic: each agnostic solve in the root search starts from its neighbours' points; every

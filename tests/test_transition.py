@@ -672,6 +672,38 @@ def test_an_appearance_lost_above_its_pitchfork_is_settled_without_bisecting_the
     assert not any(pitch.hi < p.alpha < 0.2273 for p in quick.points if p.branch == "positional")
 
 
+def test_positional_merge_is_located_at_its_pitchfork_off_the_adapter() -> None:
+    """ends='solves' at L = 2, omega 0.1: the positional branch merges back into the agnostic point where m's block
+    there falls back through 1.  The solver's points stay valid up to 1.37 (the finite point set's imperfection; the
+    record was that bracket, [1.3685, 1.3795], beside the adapter's [1.255, 1.323]); the record is now the pitchfork,
+    held against the adapter's (an independent code: Newton on the L = 2 slope, the branch followed by
+    pseudo-arclength); alpha_c and alpha_l are the adapter's."""
+    s = Setting(omega=0.1)
+    r, adapter = transition(s, ends="solves"), transition(s, ends="adapter")
+    got, ref = r.critical["alpha_pos_vanishes"], adapter.critical["alpha_pos_vanishes"]
+    assert got.kind == ref.kind == "pitchfork" and got.overlaps(ref), (got, ref)
+    assert got.hi < 1.36 and "imperfect" in got.reason
+    for name in ("alpha_c", "alpha_l"):
+        assert r.critical[name].overlaps(adapter.critical[name]), name
+
+
+@pytest.mark.slow
+def test_rank2_positional_merge_against_default_precision_solves() -> None:
+    """r = 2, omega 0: the solver at fast precision keeps positional points valid up to 1.91 (the transition's record
+    was 1.917 [1.911, 1.922], kind unknown); m's block at the agnostic point falls back through 1 near 1.62.  Held
+    against an independent curve at default precision (more points, less imperfection): the branch is valid at 1.55
+    and collapsed at 1.645 and 1.72, so it ends inside the pitchfork's interval, not at 1.9."""
+    from attnphase.theory.state_evolution.curves import solve_curve
+    from attnphase.theory.transition.linearised import instability
+
+    s = Setting(r=2, omega=0.0)
+    merge = instability(s, "positional", [1.3, 1.468, 1.645, 1.823, 2.0], xtol=0.005, descending=True).critical
+    assert merge.found and merge.hi < 1.75, merge
+    curve = {round(p.alpha, 3): p for p in solve_curve(s, [1.3, 1.468, 1.55, 1.645, 1.72], "positional", "default")}
+    assert curve[1.55].valid and [curve[a].status.value for a in (1.645, 1.72)] == ["collapsed"] * 2
+    assert merge.lo <= 1.645 and 1.55 <= merge.hi
+
+
 def test_positional_appearance_is_located_at_its_pitchfork_off_the_adapter() -> None:
     """ends='solves' at L = 2 (the general method): the positional branch appears where the agnostic point turns
     unstable in m; the record is that pitchfork, and it overlaps the adapter's (an independent code: Newton on the

@@ -79,7 +79,8 @@ def _predicted(solved: list[tuple[float, Overlaps]], a: float) -> Overlaps | Non
 
 def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0, xtol: float = 1e-3,
                 name: str | None = None, base: str = "agnostic",
-                known: Sequence[tuple[float, Overlaps]] = (), scan: GridScan | None = None) -> Instability:
+                known: Sequence[tuple[float, Overlaps]] = (), scan: GridScan | None = None,
+                descending: bool = False) -> Instability:
     """The pitchfork condition (leading eigenvalue of J = 1) on the alpha grid, per scrambling: the first scrambling
     scans the grid upward to the first sign change and refines it by brentq; the others are bracketed near its
     root (they differ by the integration error).  value: the mean, interval: a 99% Student-t half-width of the
@@ -87,7 +88,9 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
     linearised at (leading_eigenvalue); known: (alpha, overlaps) of that branch solved elsewhere, warm starts for
     its point on the mirrored points (the positional point needs one: its default start may find another).
     scan: :func:`stable_on_grid`'s scan of this branch, grid and seed, where it saw the eigenvalue reach 1: the first
-    scrambling's scan is that one (the same points, warm starts and order: the same numbers, not solved again)."""
+    scrambling's scan is that one (the same points, warm starts and order: the same numbers, not solved again).
+    descending: the first scrambling scans the grid downward from its top, where the eigenvalue must be below 1: the
+    highest alpha where it falls back through 1 (a branch merging back into the base point above it)."""
     name = name or f"{branch}_pitchfork"
     method = (f"leading eigenvalue of the order parameter's block of the linearised map at the {base} point = 1 "
               f"(likelihood-ratio identity, mirrored Sobol points, {SCRAMBLINGS} x 2^{LOG2_POINTS + 1}), brentq to "
@@ -119,13 +122,20 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
 
         try:
             if not roots:
-                a0, f0 = grid[0], f(grid[0])
+                order = grid[::-1] if descending else grid
+                a0, f0 = order[0], f(order[0])
+                if descending and f0 >= 0:
+                    return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue is at least 1 "
+                                                        f"at alpha = {hi:g}, the top of [{lo:g}, {hi:g}]", method),
+                                       tuple(roots), n_eval)
                 a1, f1 = a0, f0
-                for a in grid[1:]:
+                for a in order[1:]:
                     a1, f1 = a, f(a)
                     if f0 * f1 <= 0:
                         break
                     a0, f0 = a1, f1
+                if a1 < a0:
+                    a0, f0, a1, f1 = a1, f1, a0, f0
             else:
                 w = 4 * xtol + 0.01
                 a0, a1 = max(lo, roots[0] - w), min(hi, roots[0] + w)
@@ -211,24 +221,33 @@ def theta_points(points: list, order: str = "theta") -> list[tuple[float, float,
     return [(p.alpha, p.summary()[order], p.errors.get(order, float("nan"))) for p in points if p.valid]
 
 
-def order_squared_intercept(points: list[tuple[float, float, float]], above: float) -> tuple[float, float] | None:
-    """Where the squared order parameter, extrapolated linearly in alpha from the two lowest valid points above
-    ``above``, reaches zero, and that intercept's standard error (from the points' standard errors).  points:
-    (alpha, order parameter, its standard error).  None with fewer than two such points or no positive slope.
-    A supercritical pitchfork has order^2 ~ (alpha - alpha_p) next to alpha_p; a subcritical branch keeps a
-    finite order parameter there, so its intercept lies well below the pitchfork."""
-    pts = sorted(p for p in points if p[0] > above and np.isfinite(p[1]) and p[1] > 0)[:2]
+def order_squared_intercept(points: list[tuple[float, float, float]], above: float,
+                            side: str = "lower") -> tuple[float, float] | None:
+    """Where the squared order parameter, extrapolated linearly in alpha from the two valid points nearest the end,
+    reaches zero, and that intercept's standard error (from the points' standard errors).  points: (alpha, order
+    parameter, its standard error).  side "lower" (a branch that exists above its end): the two lowest points above
+    ``above``, the intercept below them; "upper" (a branch that exists below its end): the two highest points below
+    ``above``, the intercept above them.  None with fewer than two such points or no intercept on that side.
+    A supercritical pitchfork has order^2 ~ |alpha - alpha_p| next to alpha_p; a subcritical branch keeps a
+    finite order parameter there, so its intercept lies well beyond the pitchfork."""
+    upper = side == "upper"
+    pts = sorted((p for p in points if (p[0] < above if upper else p[0] > above) and np.isfinite(p[1]) and p[1] > 0),
+                 reverse=upper)[:2]
     if len(pts) < 2:
         return None
     ic = squared_zero(*pts)
-    return ic if ic is not None and ic[0] < pts[0][0] else None
+    if ic is None:
+        return None
+    return ic if (ic[0] > pts[0][0] if upper else ic[0] < pts[0][0]) else None
 
 
-def intercept_at(order: list[tuple[float, float, float]], pitch: Critical) -> tuple[float, float] | None:
-    """Where the squared order parameter of the valid points above the pitchfork (order: alpha, value, standard
-    error) extrapolates to zero, and its standard error, where that lies inside the pitchfork's interval widened by
-    3 of those standard errors (a supercritical pitchfork); else None."""
-    ic = order_squared_intercept(order, pitch.lo)
+def intercept_at(order: list[tuple[float, float, float]], pitch: Critical,
+                 side: str = "lower") -> tuple[float, float] | None:
+    """Where the squared order parameter of the valid points on the branch's side of the pitchfork (order: alpha,
+    value, standard error; above its interval's bottom for side "lower", below its top for "upper") extrapolates to
+    zero, and its standard error, where that lies inside the pitchfork's interval widened by 3 of those standard
+    errors (a supercritical pitchfork); else None."""
+    ic = order_squared_intercept(order, pitch.lo if side == "lower" else pitch.hi, side)
     if ic is None:
         return None
     margin = INTERCEPT_ERRORS * ic[1]
@@ -238,18 +257,20 @@ def intercept_at(order: list[tuple[float, float, float]], pitch: Critical) -> tu
 def classify_end(end: Critical, pitch: Critical, side: str,
                  order: list[tuple[float, float, float]] | None = None) -> Critical:
     """The kind of a branch end found where the solver stops finding the branch (``end``, kind unknown), held
-    against the pitchfork condition (``pitch``).  side 'lower': the branch exists above its end (semantic).
+    against the pitchfork condition (``pitch``).  side 'lower': the branch exists above its end (semantic, the
+    positional branch's appearance); 'upper': below it (the positional branch merging back into the agnostic point).
     - both found and overlapping: the branch ends at the pitchfork (supercritical): the pitchfork's value, the
       interval covering both;
-    - the branch found below the pitchfork: subcritical, the end is a fold; its location is the solver's bracket
-      -- unless the squared order parameter of the valid points above the pitchfork (``order``: alpha, value,
-      standard error) extrapolates to zero inside the pitchfork's interval (widened by 3 standard errors of the
-      extrapolation): then the branch is supercritical and the valid points below the pitchfork are the finite
-      point set's imperfect bifurcation (its Z2 symmetry is broken at O(n^-1/2), which sustains a small order
-      parameter below alpha_p; measured at L = 3 simplex, omega 0.3, fast: theta ~ 0.01 down to 0.18 below a
-      pitchfork at 0.248, while at default precision theta^2 falls linearly to zero near 0.24);
-    - the solver loses the branch above the pitchfork: 'pitchfork' where the same extrapolation lands inside the
-      pitchfork's interval (the interval then reaches up to the solver's bracket), else 'unknown', with the
+    - the branch found beyond the pitchfork (below it for 'lower', above it for 'upper'): subcritical, the end is a
+      fold; its location is the solver's bracket -- unless the squared order parameter of the valid points on the
+      branch's side of the pitchfork (``order``: alpha, value, standard error) extrapolates to zero inside the
+      pitchfork's interval (widened by 3 standard errors of the extrapolation): then the branch is supercritical and
+      the valid points beyond the pitchfork are the finite point set's imperfect bifurcation (its Z2 symmetry is
+      broken at O(n^-1/2), which sustains a small order parameter beyond alpha_p; measured at L = 3 simplex, omega
+      0.3, fast: theta ~ 0.01 down to 0.18 below a pitchfork at 0.248, while at default precision theta^2 falls
+      linearly to zero near 0.24; the study at omega 0.1, fast: m valid up to 1.37 where m's pitchfork is at 1.29);
+    - the solver loses the branch before the pitchfork: 'pitchfork' where the same extrapolation lands inside the
+      pitchfork's interval (the interval then reaches to the solver's bracket), else 'unknown', with the
       pitchfork named in the reason."""
     if not end.found or not pitch.found:
         why = pitch.reason if not pitch.found else "the solver did not locate the end"
@@ -261,29 +282,32 @@ def classify_end(end: Critical, pitch: Critical, side: str,
     if end.lo < pitch.hi and pitch.lo < end.hi:
         return Critical(end.name, pitch.value, min(pitch.lo, end.lo), max(pitch.hi, end.hi), "pitchfork",
                         f"{pitch.method}; confirmed by the solver's validity bracket [{end.lo:.4g}, {end.hi:.4g}]")
-    below = end.hi <= pitch.lo if side == "lower" else end.lo >= pitch.hi
-    ic = intercept_at(order, pitch) if side == "lower" and order else None
-    if ic is not None and below:
+    lower = side == "lower"
+    beyond = end.hi <= pitch.lo if lower else end.lo >= pitch.hi
+    ic = intercept_at(order, pitch, side) if order else None
+    way, last = ("below", end.hi) if lower else ("above", end.lo)
+    if ic is not None and beyond:
         return Critical(end.name, pitch.value, pitch.lo, pitch.hi, "pitchfork",
-                        f"{pitch.method}; the squared order parameter of the solver's points above it "
-                        f"extrapolates to zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
-                        f"supercritical: valid points down to alpha = {end.hi:.4g}, below the pitchfork, are the "
-                        f"finite point set's imperfect bifurcation (a small order parameter its broken symmetry "
-                        f"sustains), not a subcritical branch")
+                        f"{pitch.method}; the squared order parameter of the solver's points "
+                        f"{'above' if lower else 'below'} it extrapolates to zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}",
+                        f"supercritical: valid points {'down' if lower else 'up'} to alpha = {last:.4g}, {way} the "
+                        f"pitchfork, are the finite point set's imperfect bifurcation (a small order parameter its "
+                        f"broken symmetry sustains), not a subcritical branch")
     if ic is not None:
-        # Lost above the pitchfork, but its order parameter heads to zero there: the solver's collapse test gives
-        # up on a small theta first (theta within 3 standard errors of 0).  Both in the interval.
-        return Critical(end.name, pitch.value, pitch.lo, max(pitch.hi, end.hi), "pitchfork",
+        # Lost before the pitchfork, but its order parameter heads to zero there: the solver's collapse test gives
+        # up on a small order parameter first (within 3 standard errors of 0).  Both in the interval.
+        lo, hi = (pitch.lo, max(pitch.hi, end.hi)) if lower else (min(pitch.lo, end.lo), pitch.hi)
+        return Critical(end.name, pitch.value, lo, hi, "pitchfork",
                         f"{pitch.method}; the squared order parameter of the solver's points extrapolates to "
                         f"zero at alpha = {ic[0]:.4g} +- {ic[1]:.2g}; the solver's validity bracket "
-                        f"[{end.lo:.4g}, {end.hi:.4g}] lies above it",
+                        f"[{end.lo:.4g}, {end.hi:.4g}] lies {'above' if lower else 'below'} it",
                         "supercritical: the solver stops resolving (or converging to) the small order parameter "
-                        "just above the pitchfork; the interval covers both")
-    if below:
+                        f"just {'above' if lower else 'below'} the pitchfork; the interval covers both")
+    if beyond:
         return Critical(end.name, end.value, end.lo, end.hi, "fold", end.method,
                         f"subcritical: the branch exists beyond the pitchfork at alpha = {pitch.value:.4g} "
                         f"[{pitch.lo:.4g}, {pitch.hi:.4g}], so it ends at a fold, located where the solver stops "
-                        f"finding it (the lower bound is the solver's verdict)")
+                        f"finding it (the {'lower' if lower else 'upper'} bound is the solver's verdict)")
     return Critical(end.name, end.value, end.lo, end.hi, "unknown", end.method,
                     f"the solver loses the branch before the pitchfork condition at alpha = {pitch.value:.4g} "
                     f"[{pitch.lo:.4g}, {pitch.hi:.4g}]: not classified")

@@ -191,17 +191,34 @@ class SolverEnds:
                                                   f"unstable in m from alpha = {grid[0]:g} on (leading eigenvalue of "
                                                   f"m's block {first:.3g} there): born below the range")
         self.evaluations = scan.evaluations + sum(i.evaluations for i in pitch.values())
-        for branch, end_name, pf in (("semantic", "alpha_sem_appears", self.sem_pitchfork),
-                                     ("positional", "alpha_pos_appears", self.pos_pitchfork)):
+        vanishes = self.ve.ends["alpha_pos_vanishes"]
+        merge = None
+        if vanishes.found and largest is None:
+            # Where the solver loses the positional branch in range: where m's block at the agnostic point falls back
+            # through 1, the highest such alpha above the branch's lowest valid point (the agnostic point stable in m
+            # again: the branch merges back into it).  The study at omega 0.1: the solver's points valid up to 1.37
+            # +- 0.006, the branch merging at 1.29 +- 0.03 (the L = 2 adapter's pitchfork); those in between are the
+            # imperfection.  (Where the agnostic point is stable in m on the whole grid it has no pitchfork there.)
+            above = [a for a in grid if a >= self.ve.range["positional"][0]]
+            if len(above) >= 2:
+                merge = instability(setting, "positional", above, name="positional_merge", descending=True, **kw)
+                self.evaluations += merge.evaluations
+        for branch, end_name, pf, side in (("semantic", "alpha_sem_appears", self.sem_pitchfork, "lower"),
+                                           ("positional", "alpha_pos_appears", self.pos_pitchfork, "lower"),
+                                           ("positional", "alpha_pos_vanishes", merge and merge.critical, "upper")):
             end = self.ve.ends[end_name]
+            if pf is None or not end.found:
+                continue
             if end.kind != "pitchfork":
                 order = theta_points([p for p in self.ve.points if p.branch == branch], ORDER_NAME[branch])
-                end = classify_end(end, pf, "lower", order)
+                end = classify_end(end, pf, side, order)
             self.ve.ends[end_name] = end
             lo, hi = self.ve.range[branch]
-            if end.kind == "pitchfork" and end.found and lo < end.value:
-                # (the solver's points below a supercritical pitchfork are its imperfection, not the branch)
+            # (the solver's points beyond a supercritical pitchfork are its imperfection, not the branch)
+            if end.kind == "pitchfork" and side == "lower" and lo < end.value:
                 self.ve.range[branch] = (end.value, hi)
+            if end.kind == "pitchfork" and side == "upper" and end.value < hi:
+                self.ve.range[branch] = (lo, end.value)
 
     def exists(self, branch: str, a: float) -> bool:
         lo, hi = self.ve.range[branch]
