@@ -122,11 +122,6 @@ def param_shapes(*, seq_len: int, alphabet: int, width: int, hidden: int, n_clas
             "w2": (hidden, n_classes), "b2": (n_classes,)}
 
 
-def n_params(*, seq_len: int, alphabet: int, width: int, hidden: int, n_classes: int) -> int:
-    shapes = param_shapes(seq_len=seq_len, alphabet=alphabet, width=width, hidden=hidden, n_classes=n_classes)
-    return int(sum(np.prod(s) for s in shapes.values()))
-
-
 def embed(params: dict[str, torch.Tensor], masks: dict[str, torch.Tensor], tokens: torch.Tensor,
           positions: torch.Tensor | None = None) -> torch.Tensor:
     """(M, B, L, D) input: token embedding + positional embedding (positions default to 0..L-1)."""

@@ -95,7 +95,3 @@ def scalar_or_list(a: np.ndarray, absolute: bool) -> float | list:
         v = float(a.reshape(()))
         return abs(v) if absolute else v
     return a.tolist()
-
-
-def finite_or_none(v: float) -> float | None:
-    return v if math.isfinite(v) else None

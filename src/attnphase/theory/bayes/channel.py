@@ -95,16 +95,6 @@ def dg_out_diag(y: np.ndarray, omega: np.ndarray, V: np.ndarray | float, delta: 
     return (y**2 * sech2[..., None] / Wb - 1.0) / Wb
 
 
-def posterior_two_atoms(y: np.ndarray, omega: np.ndarray, V: float, delta: float = 0.0) -> tuple[np.ndarray, ...]:
-    """Posterior of w given (y, omega, V) for the noiseless channel: atoms +y, -y with weights
-    (1 +- tanh u) / 2 (returned as (p_plus, p_minus)).  For delta > 0 each atom becomes N(+-y V/W + omega
-    Delta/W, V Delta/W I), with the same weights."""
-    W = V + delta
-    u = np.sum(y * omega, axis=-1) / W
-    t = np.tanh(u)
-    return 0.5 * (1 + t), 0.5 * (1 - t)
-
-
 # ------------------------------------------------------------------------------------ state-evolution averages
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_number
 from attnphase.theory.dynamics.trajectory import DynamicsStatus, integrate
@@ -72,12 +70,3 @@ def dynamical_phase_diagram(setting: Setting, omegas: Sequence[float], *, init_s
     return DynamicalDiagram(setting=setting, d=int(d), t_max=float(t_max), seed=int(seed), cells=tuple(cells))
 
 
-def as_grid(diagram: DynamicalDiagram, key: str = "mechanism") -> np.ndarray:
-    """The cells' `key` as an array over (omega, init_scale, lr) in grid order."""
-    om = sorted({c.omega for c in diagram.cells})
-    sc = sorted({c.init_scale for c in diagram.cells})
-    lr = sorted({c.lr for c in diagram.cells})
-    out = np.empty((len(om), len(sc), len(lr)), dtype=object)
-    for c in diagram.cells:
-        out[om.index(c.omega), sc.index(c.init_scale), lr.index(c.lr)] = getattr(c, key)
-    return out

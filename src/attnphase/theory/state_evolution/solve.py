@@ -334,10 +334,10 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
               for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many)]
     for pattern in patterns:
         memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
-        for name, start in starts:
-            name = f"{pattern.name} {name}" if pattern is not None else name
+        for base_name, start in starts:
+            name = f"{pattern.name} {base_name}" if pattern is not None else base_name
             o = start() if callable(start) else start
-            if o is None and not name.endswith("default"):
+            if o is None and base_name != "default":  # (a start that could not be built; the default one is None)
                 tried.append((name, None))
                 continue
             memo.name = name

@@ -65,7 +65,6 @@ def _order_parameters(setting: Setting, b: Branch, m_size: float, theta_size: fl
     return m, theta
 
 
-
 def mixed_start_from(semantic: FixedPoint | None, positional: FixedPoint | None, setting: Setting | int) -> Overlaps:
     """Rank-r (r >= 2) overlaps from rank-1 fixed points: student direction 1 the semantic solution, direction 2
     the positional one, the others (r > 2) small (q 0.02, the default V, nothing learnt).  Invalid or missing ones
@@ -125,24 +124,15 @@ def scaled_start(setting: Setting, alpha: float, branch: str | Branch) -> Overla
     return Overlaps(q=q, m=m, V=V, theta=theta)
 
 
-def structured_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[Overlaps]:
-    """Starts besides the default one that need no solve, each for a fixed point the default start was measured to
-    miss (docs/rank2.md): positional, q = 0.08, m twice the default's (for r* = 2 the default start converges to a
-    far positional point, m 2.83, train loss 0.0138, which simulations never reach; this start to the near one,
-    m 0.329, train loss 0.0060, alpha = 1.5); for L > 2 also a permutation-like pattern (one token against the
-    others through G, rms 0.2): with permutation-symmetric A and G the positional minima form a shallow ring and the
-    default start drifts along it.  With alpha, the scaled start first (see scaled_start).  Named versions:
-    named_starts."""
-    return [o for _, o in named_starts(setting, branch, alpha)]
-
-
 def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[tuple[str, Overlaps]]:
     """(name, overlaps) of the starts besides the default one that need no solve: "scaled" (scaled_start; only
     with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
-    r* >= 2 or L > 2 "wide_m" (q 0.08, twice the default m; for r >= 2 at L = 2, r* = 1 it never converged where the
-    default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern" (see structured_starts); at L > 2 only
-    without token patterns (model.patterns: the branch is then solved in each pattern's subspace, where no ring is
-    left), wide_m for r* >= 2 still."""
+    r* >= 2 or L > 2 "wide_m" (q 0.08, twice the default m; for r* = 2 the default start reaches a far positional
+    point, m 2.83, which simulations never reach, this one the near one, m 0.329, alpha 1.5; for r >= 2 at L = 2,
+    r* = 1 it never converged where the default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern"
+    (one token against the others through G, rms 0.2: with permutation-symmetric A and G the positional minima form
+    a shallow ring and the default start drifts along it); at L > 2 only without token patterns (model.patterns:
+    the branch is then solved in each pattern's subspace, where no ring is left), wide_m for r* >= 2 still."""
     b = as_branch(branch)
     out: list[tuple[str, Overlaps]] = []
     # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
