@@ -351,3 +351,20 @@ def test_the_continuation_past_a_branchs_end_stops_where_its_path_ends():
     assert fp.status == Status.collapsed
     assert [(r.name, r.status) for r in fp.starts][-1] == ("ladder", Status.collapsed)
     assert NoteCode.branch_end in [w.code for w in fp.warnings]
+
+
+def test_a_step_past_where_the_paths_order_parameter_vanishes_ends_the_path():
+    """r = 2, omega 0, fast, alpha 1.8: no start gives a positional point; the path from alpha 0.5 reaches 1.66 with m
+    0.036 (0.101 at 1.53: m^2 through them vanishes at 1.68), and its step to 1.8 was "valid" with m 0.009, the
+    points' imperfection: the point was returned as a positional fixed point (at default precision the walk was then
+    repeated, 8 minutes).  The path's end is now read from its points whatever the step's verdict.  Independently:
+    m's block at the agnostic point is stable at 1.8 (the branch has merged back into it), and a default-precision
+    curve collapses from 1.645 on (test_transition, slow)."""
+    from attnphase.theory.state_evolution.symmetric import mirrored_points
+    from attnphase.theory.transition.linearised import leading_eigenvalue
+
+    s = Setting(r=2, omega=0.0)
+    assert leading_eigenvalue(s, 1.8, "positional", mirrored_points(s, "positional", 0, 0))[0] < 1.0
+    fp = solve(s, 1.8, "positional", "fast")
+    assert fp.status == Status.collapsed, fp
+    assert NoteCode.branch_end in [w.code for w in fp.warnings]

@@ -432,12 +432,16 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         jumped = nxt.valid and _left_the_path(prev, nxt)
-        if nxt.valid and not jumped:
+        # The path's end is read from its own points whatever the step's verdict: a step beyond where they put the
+        # order parameter's zero is past the end, its small "valid" order parameter the points' imperfection (r = 2,
+        # omega 0, fast, the path to 1.8: m 0.101, 0.036 at 1.53, 1.66, zero at 1.68, then "valid" at 1.8 with m 0.009,
+        # where the default precision collapses from 1.645 on; the walk was then repeated at default, 8 minutes).
+        end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
+        if nxt.valid and not jumped and end is None:
             prev = nxt
             path.append(nxt)
             pending.pop(0)
             continue
-        end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
         if end is not None:
             # The path ends inside this step, or before alpha where the step collapsed next to the end: no shorter
             # step crosses it (at omega 0, alpha 1.5 the halvings spent 30 s on not-converged points next to the
@@ -469,8 +473,8 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
 def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: bool) -> str | None:
     """Why the ladder's path ends before target, or None: the square of its order parameter (m on the positional
     branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero by
-    INTERCEPT_ERRORS of its standard errors (the transition's margin, linearised.intercept_at) short of the failed
-    step's alpha, or short of target where the failed step collapsed no more than that margin before the intercept
+    INTERCEPT_ERRORS of its standard errors (the transition's margin, linearised.intercept_at) short of the step's
+    alpha (whether the step failed or not), or short of target where the failed step collapsed no more than that margin before the intercept
     (the branch was not found where the path says it ends; at the fast precision the steps next to the end collapse
     early, the map grainy and critically slow there: omega 0, the path's points at 0.72 and 0.87 put the end at
     1.02 +- 0.09 and the step to 1.04 collapsed, where halvings to 0.93 ran out of iterations).  Next to a
