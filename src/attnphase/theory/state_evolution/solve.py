@@ -474,12 +474,12 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
     """Why the ladder's path ends before target, or None: the square of its order parameter (m on the positional
     branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero by
     INTERCEPT_ERRORS of its standard errors (the transition's margin, linearised.intercept_at) short of the step's
-    alpha (whether the step failed or not), or short of target where the failed step collapsed no more than that margin before the intercept
-    (the branch was not found where the path says it ends; at the fast precision the steps next to the end collapse
-    early, the map grainy and critically slow there: omega 0, the path's points at 0.72 and 0.87 put the end at
-    1.02 +- 0.09 and the step to 1.04 collapsed, where halvings to 0.93 ran out of iterations).  Next to a
-    supercritical pitchfork, where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step
-    that fails otherwise is still halved."""
+    alpha (whether the step failed or not), or short of target where the failed step collapsed no more than that
+    margin before the intercept (the branch was not found where the path says it ends; at the fast precision the
+    steps next to the end collapse early, the map grainy and critically slow there: omega 0, the path's points at
+    0.72 and 0.87 put the end at 1.02 +- 0.09 and the step to 1.04 collapsed, where halvings to 0.93 ran out of
+    iterations).  Next to a supercritical pitchfork, where the branch merges into another fixed point, order^2 ~
+    |alpha - alpha_p|; a step that fails otherwise is still halved."""
     if len(path) < 2:
         return None
     p1, p2 = path[-2:]
