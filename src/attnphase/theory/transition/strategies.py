@@ -156,7 +156,8 @@ class SolverEnds:
     """Any setting: the linearised map first (transition.linearised): whether the agnostic point turns unstable in m
     on the grid, where the semantic branch (and the positional one, where it is born in the range) bifurcates from
     it.  Then each end where the solver stops finding the branch, asked at those pitchforks' intervals first and
-    bisected on its validity where that does not settle it, each appearance classified against its pitchfork."""
+    bisected on its validity where that does not settle it, each appearance classified against its pitchfork, and
+    the positional branch's disappearance against the pitchfork where it merges back into the agnostic point."""
 
     unstable: dict[str, list[dict[str, float]]] = {}
 
