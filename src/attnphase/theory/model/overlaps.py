@@ -175,6 +175,12 @@ def linear_coefficients(family: Sequence[np.ndarray], X: np.ndarray) -> list[flo
     return [float(np.sum(B * X) / np.sum(B * B)) for B in family]
 
 
+def linear_combination(coeffs: Sequence[float], family: Sequence[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """sum_i coeffs[i] family[i], a zero matrix of the given shape where the family is empty (Layout.linear's unpack;
+    with linear_coefficients, the projection model.patterns.Pattern.holds tests against)."""
+    return sum((c * B for c, B in zip(coeffs, family, strict=True)), np.zeros(shape))
+
+
 @dataclass(frozen=True, eq=False)
 class Layout:
     """Packing of one branch's free coordinates for L tokens, ranks r, r*, Gram matrix G."""
@@ -272,7 +278,7 @@ class Layout:
         sq, sm, sV, st = self._slices()
         if self.lin is not None:
             shapes = ((self.r, self.r), (self.L, self.r), (self.r, self.r), (self.r, self.r_star))
-            q, m, V, theta = (sum((c * B for c, B in zip(x[sl], f, strict=True)), np.zeros(shp))
+            q, m, V, theta = (linear_combination(x[sl], f, shp)
                               for sl, f, shp in zip((sq, sm, sV, st), self.lin, shapes, strict=True))
             return Overlaps(q=q, m=m, V=V, theta=theta, untied=self.untied)
         q = _sym_from_triu(x[sq], self.r)

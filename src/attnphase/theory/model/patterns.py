@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import Overlaps, linear_coefficients, range_frame
+from attnphase.theory.model.overlaps import Overlaps, linear_coefficients, linear_combination, range_frame
 
 _SYMMETRY_TOL = 1e-12  # entries of G and A compared with their permutation-symmetric forms
 _LEVEL_TOL = 1e-6  # relative difference at which two entries of m are read as equal (one level set)
@@ -60,7 +60,7 @@ class Pattern:
                 np.all(np.isfinite(X)) for X in mats):
             return False
         for X, f in zip(mats, self.linear, strict=True):
-            P = sum((c * B for c, B in zip(linear_coefficients(f, X), f, strict=True)), np.zeros_like(X))
+            P = linear_combination(linear_coefficients(f, X), f, X.shape)
             if np.abs(X - P).max() > _LEVEL_TOL * np.abs(X).max():
                 return False
         return bool(np.abs(mats[1]).max() > 0)
