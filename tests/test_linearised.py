@@ -11,6 +11,7 @@ from attnphase import Setting
 from attnphase.theory.model.channel import update_hatoverlaps
 from attnphase.theory.model.overlaps import Branch, Overlaps
 from attnphase.theory.model.prior import update_overlaps
+from attnphase.theory.state_evolution import symmetric
 from attnphase.theory.transition import adapter_map as bm
 from attnphase.theory.transition import linearised as lin
 from attnphase.theory.transition.records import Critical
@@ -21,7 +22,7 @@ from attnphase.theory.transition.records import Critical
 def test_jacobian_equals_the_study_adapter_slope(branch: str, alpha: float) -> None:
     s = Setting(omega=0.3)
     z = bm.symmetric_points(12, 0, 0, branch)
-    sym = lin.agnostic_point(s, alpha, z)
+    sym = symmetric.agnostic_point(s, alpha, z)
     slope = bm.symmetric_map(s, alpha, branch, z, np.array([sym.q[0, 0], sym.V[0, 0]])).slope
     J = lin.order_jacobian(s, alpha, branch, z, sym)
     assert J.shape == (1, 1)
@@ -33,7 +34,7 @@ def test_jacobian_against_finite_differences_at_three_tokens() -> None:
     enough to average over the basin switches (5% of sqrt(q rho)) on 2^15 mirrored points."""
     s = Setting(L=3, positions="simplex", omega=0.3)
     pts = lin.mirrored_points(s, "semantic", 0, 0, log2_n=14)
-    sym = lin.agnostic_point(s, 0.3, pts)
+    sym = symmetric.agnostic_point(s, 0.3, pts)
     J = lin.order_jacobian(s, 0.3, "semantic", pts, sym)
     eps = 0.05 * float(np.sqrt(sym.q[0, 0] * s.rho))
 
@@ -55,7 +56,7 @@ def test_theta_block_at_the_positional_point_against_finite_differences() -> Non
 
     s, alpha = Setting(omega=0.3, r=2), 0.45
     pts = lin.mirrored_points(s, "semantic", 0, 0, log2_n=14)
-    pos = lin.positional_point(s, alpha, pts, solve(s, alpha, "positional", "fast").overlaps)
+    pos = symmetric.positional_point(s, alpha, pts, solve(s, alpha, "positional", "fast").overlaps)
     assert np.all(pos.theta == 0) and np.linalg.norm(pos.m) > 0.2
     J = lin.order_jacobian(s, alpha, "semantic", pts, pos)
     eps = 0.05 * float(np.sqrt(np.linalg.eigvalsh(pos.q).max() * s.rho))
@@ -206,7 +207,7 @@ def test_agnostic_point_is_accepted_where_the_points_graininess_stalls_the_itera
     d0 = default_start(s, Branch.agnostic)
     half = Overlaps(q=d0.q, m=d0.m, V=0.5 * d0.V, theta=d0.theta)
     bm = BranchMap(s, 0.59741, Branch.agnostic, pts)
-    points = [lin.agnostic_point(s, 0.59741, pts), lin.agnostic_point(s, 0.59741, pts, start=half)]
+    points = [symmetric.agnostic_point(s, 0.59741, pts), symmetric.agnostic_point(s, 0.59741, pts, start=half)]
     for sym in points:
         x = bm.pack(sym)
         # Re-evaluated on a fresh map the accepted point moves by more than anderson measured on the solve's own
@@ -228,7 +229,7 @@ def test_agnostic_point_from_the_solvers_start_set_where_the_default_start_leave
 
     s = Setting(omega=0.3, r_star=2)
     pts = lin.mirrored_points(s, "semantic", 0, 0)
-    sym = lin.agnostic_point(s, 2.0, pts)
+    sym = symmetric.agnostic_point(s, 2.0, pts)
     ref = solve(s, 2.0, "agnostic", "fast")
     assert ref.valid
     assert np.trace(sym.q) == pytest.approx(np.trace(ref.overlaps.q), rel=0.02)
@@ -252,7 +253,7 @@ def test_stable_on_grid_is_the_largest_cold_eigenvalue_or_none_where_one_crosses
     assert largest == pytest.approx(max(cold), abs=1e-5) and first == pytest.approx(cold[0], abs=1e-5)
     study = Setting(omega=0.3)
     z = bm.symmetric_points(13, 0, 0, "positional")
-    y = lin.agnostic_point(study, 0.3, z)
+    y = symmetric.agnostic_point(study, 0.3, z)
     assert bm.symmetric_map(study, 0.3, "positional", z, np.array([y.q[0, 0], y.V[0, 0]])).slope > 1.0
     scan = lin.stable_on_grid(study, "positional", [0.3, 1.0])
     largest, n, first = scan.largest, scan.evaluations, scan.first
@@ -303,3 +304,27 @@ def test_the_squared_order_parameter_of_a_falling_branch_extrapolates_above_its_
     d2 = (squared_zero(pts[0], (0.86, pts[1][1] + h, 0.0))[0] - x0) / h
     assert err == pytest.approx(np.hypot(d1, d2) * 2e-4, rel=1e-4)
     assert squared_zero((0.8, 0.1, 0.0), (0.9, -0.1, 0.0)) is None  # the same square: no intercept
+
+
+@pytest.mark.parametrize("setting, branch, base, alpha", [
+    (Setting(L=3, positions="simplex", omega=0.3), "semantic", "agnostic", 0.25),
+    (Setting(L=3, positions="simplex", omega=0.3), "positional", "agnostic", 0.6),
+    (Setting(omega=0.3, r=2), "semantic", "positional", 1.0),
+])
+def test_jacobian_from_the_base_points_minimisers_equals_the_own_starts_one(setting: Setting, branch: str, base: str,
+                                                                             alpha: float) -> None:
+    """order_jacobian with each point's prox continued from the base point's last full evaluation (base_point's
+    minima, the transition's way) against the prox from every start (the reference): the same block to the prox's
+    own tolerance (measured 1e-8), far below what moves a pitchfork (xtol 1e-3 in alpha)."""
+    pts = lin.mirrored_points(setting, branch, 0, 0)
+    start = None
+    if base == "positional":
+        from attnphase.theory.state_evolution.solve import solve
+
+        start = solve(setting, alpha, "positional", "fast").overlaps
+    point, minima = symmetric.base_point(setting, alpha, base, pts, start)
+    assert minima is not None
+    J = lin.order_jacobian(setting, alpha, branch, pts, point, minima)
+    J_ref = lin.order_jacobian(setting, alpha, branch, pts, point)
+    np.testing.assert_allclose(J, J_ref, rtol=1e-6, atol=1e-6)
+    assert np.max(np.abs(J_ref)) > 0.1  # (a block that is not trivially zero)

@@ -13,7 +13,7 @@ from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hat
 from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, align_signs, as_branch, canonical_gauge
 from attnphase.theory.model.patterns import Pattern
 from attnphase.theory.model.prior import update_overlaps
-from attnphase.theory.prox import choose_kernel
+from attnphase.theory.prox import LocalMinima, choose_kernel
 from attnphase.theory.solvers.fixed_point import jacobian
 from attnphase.theory.state_evolution.results import check_theory_setting, summaries
 
@@ -78,6 +78,11 @@ class BranchMap:
 
     def pack(self, o: Overlaps) -> np.ndarray:
         return self.layout.pack(o)
+
+    @property
+    def minima(self) -> LocalMinima | None:
+        """The local minimisers of the last full evaluation (kernels that record them; None before one)."""
+        return self._minima
 
     def unpack(self, x: np.ndarray) -> Overlaps:
         return self.layout.unpack(x)

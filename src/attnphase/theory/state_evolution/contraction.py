@@ -20,7 +20,7 @@ import numpy as np
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps, range_frame
 from attnphase.theory.solvers.fixed_point import Inadmissible
-from attnphase.theory.state_evolution.symmetric import agnostic_point, mirrored_points, order_jacobian
+from attnphase.theory.state_evolution.symmetric import base_point, mirrored_points, order_jacobian
 
 CONTRACTION_MAX = 0.95  # ||J|| plus the measured deviation from J m: a certified step shrinks m by at least 5%
 NEAR_AGNOSTIC = 0.1  # largest relative distance of q and V from the agnostic point's for the linear regime
@@ -57,10 +57,10 @@ class OrderContraction:
         if near is not None:
             start = Overlaps(q=near.q, m=np.zeros_like(near.m), V=near.V, theta=np.zeros_like(near.theta))
         try:
-            sym = agnostic_point(setting, alpha, pts, start, tol=TOL)
+            sym, minima = base_point(setting, alpha, "agnostic", pts, start, tol=TOL)
         except (Inadmissible, ArithmeticError):
             return None
-        J = order_jacobian(setting, alpha, branch, pts, sym)
+        J = order_jacobian(setting, alpha, branch, pts, sym, minima)
         if not np.all(np.isfinite(J)):
             return None
         U = range_frame(setting.gram) if branch == "positional" else np.eye(setting.field_rank)

@@ -28,10 +28,9 @@ from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zer
 from attnphase.theory.state_evolution.symmetric import (
     LOG2_POINTS,
     SCRAMBLINGS,
-    agnostic_point,
+    base_point,
     mirrored_points,
     order_jacobian,
-    positional_point,
 )
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
@@ -46,8 +45,9 @@ def leading_eigenvalue(setting: Setting, alpha: float, branch: str, points: np.n
         raise ValueError(f"base must be one of {BASES}, got {base!r}")
     if base == "positional" and branch != "semantic":
         raise ValueError("at the positional point only theta's block (branch 'semantic') is linearised")
-    point = (agnostic_point if base == "agnostic" else positional_point)(setting, alpha, points, start)
-    return float(np.max(np.linalg.eigvals(order_jacobian(setting, alpha, branch, points, point)).real)), point
+    point, minima = base_point(setting, alpha, base, points, start)
+    J = order_jacobian(setting, alpha, branch, points, point, minima)
+    return float(np.max(np.linalg.eigvals(J).real)), point
 
 
 @dataclass(frozen=True)
