@@ -145,10 +145,8 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                    approx=bm.approximate)
     if sol.status == Status.collapsed:
-        # Far below a branch's end the coarse and the full iteration take the same path to the agnostic point
-        # (measured on the semantic branch at alpha 0.3: 16 evaluations each, iterates equal to 3 digits).  The
-        # full one starts where the coarse one arrived, with the order parameter put back to 5x the collapse
-        # threshold: it still carries it to zero (or away) by itself, so the verdict is the full map's.
+        # The coarse and full iterations take the same path to the agnostic point; the full one restarts from the
+        # coarse end with the order parameter back at 5x the collapse threshold, so the verdict is the full map's.
         reseeded = bm.with_order(sol.x, _RESEED_LEVEL)
         if reseeded is not None:
             return reseeded, None, sol.nit, True
@@ -160,18 +158,12 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     return sol.x.copy(), nm, sol.nit + n_eval, False
 
 
-# Where a positional point is found by no start, it is followed up in alpha from LADDER_FROM (where the default start
-# finds it in every setting measured) in steps of at most LADDER_RATIO: the positional fixed point at alpha >= 3 of
-# the study (fast) attracts no damped / Anderson iteration from any start tried (default, scaled: both collapse),
-# but continuation reaches it (chord steps with the previous alpha's Jacobian).
+# Where no start finds a point, the branch is followed up in alpha (the ladder) from where its start set finds it,
+# in steps of at most LADDER_RATIO: continuation reaches points no iteration from a start does (docs/numerics.md,
+# "Measured cases behind solve.py": ladder).
 LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
 LADDER_HALVINGS = 8  # failed steps retried over half their length, per ladder (r = 2, fast, alpha 10: 5 needed)
-# The mixed branch likewise from alpha = 1 (r = 2, omega 0.3, fast: from the mixed start at alpha 3 the free
-# iteration runs off to m ~ 4, not converged, while the curve from alpha 1 reaches the mixed point, train loss
-# 0.003366, below the semantic 0.003974; the mixed point exists from alpha ~ 0.75, docs/rank2.md).
-# The agnostic branch too (r* = 2, omega 0.3, fast, alpha 5: the default start inadmissible, the scaled one not
-# converged in 80 iterations; the curve from below reaches q 0.2157, V 11.67, train loss 0.024951).
 LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0, "agnostic": LADDER_FROM}
 _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate is settling, not running away
 _LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
@@ -238,10 +230,8 @@ def _mixed_verdict(setting: Setting, s: dict[str, float], status: Status, messag
     without one of them (or is on its way there) found no mixed fixed point."""
     theta_small = s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho)
     if status == Status.not_converged and theta_small and residual <= _SETTLING:
-        # Next to where the mixed point merges into the positional one its theta decays slowly and the free
-        # iteration runs out of steps on the way there (r = 2, omega 0.3, fast: theta 0.0001 at alpha 0.55-0.7,
-        # m 0.20-0.21, residuals 0.002-0.011): no mixed point, not a failed solve.  Not an iterate still moving
-        # far (alpha 10: m 6.0 and rising, residual 0.6-3, while the mixed point exists there): not converged.
+        # Next to where the mixed point merges into the positional one theta decays too slowly to converge: no
+        # mixed point, not a failed solve (not an iterate still moving far: docs/numerics.md, mixed verdict).
         return Status.collapsed, ("theta vanishing from the mixed start (not converged on the way): no mixed fixed "
                                   "point here")
     if status == Status.ok and theta_small:
@@ -270,18 +260,16 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
             # theta = [theta; theta] against q's correlated blocks has theta^T q^-1 theta = 2 / (1 + c) times the
             # tied one's: scaled back, so that a tied semantic point near the admissible edge lifts inside it.
             return dataclasses.replace(o, theta=o.theta * np.sqrt((1 + _LIFT_CORR) / 2))
-        # The tied solution lifted first: the untied default start reaches a far positional point at omega = 0.3,
-        # alpha = 3 (m 2.89, train loss 0.053, 737 iterations) where simulations end at m ~ 0.27.
+        # The tied solution lifted first: the untied default start reaches a far positional point (docs/untied.md).
         return [("lifted_tied", lifted), ("default", None)] + named_starts(setting, branch, alpha)
     return [("default", None)] + named_starts(setting, branch, alpha)
 
 
 def _first_valid(setting: Setting, branch: str) -> bool:
     """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
-    everywhere but the tied student's positional branch outside the study shape (r* >= 2: a far point, m 2.83, train
-    loss 0.0138, from the default start; r >= 2: at alpha 2 the default start's point is a far one, q 2.05, m 3.43,
-    train loss 0.0473, the scaled start's and the curve's q 0.044, m 0.226, 0.00344; L > 2 without token
-    patterns: a shallow ring of positional minima), and the mixed branch."""
+    everywhere but the tied student's positional branch outside the study shape (far points from the default start
+    at r* >= 2 and r >= 2, a ring of minima at L > 2 without token patterns: docs/numerics.md, rules table) and the
+    mixed branch."""
     if branch == MIXED:
         return False
     if branch == "positional" and not setting.untied:
@@ -316,18 +304,13 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     tried: list[tuple[str, FixedPoint | None]] = []
     first = _first_valid(setting, branch)
     same_as: dict[str, str] = {}
-    # The positional branch of an exchangeable setting: one branch per token pattern, each in its subspace (the
-    # lowest kept, as among starts); elsewhere the free solve.  The mixed branch where the tokens have that symmetry:
-    # every column of m on a pattern's subspace too, beside the free solve (L = 4, r = 2, omega 0.6, alpha 0.8, fast:
-    # the free solve not converged, 40 s; on each pattern ok in 2 s, one direction positional, one semantic, where
-    # L-BFGS ends at d = 1000: docs/rank2.md).
+    # An exchangeable setting's positional branch: one branch per token pattern, in its subspace (the lowest kept);
+    # its mixed branch on each pattern too, beside the free solve (docs/rank2.md).
     patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
     if branch == MIXED:
         patterns += token_patterns(setting.replace(r=1))
-    # (rank L - 1 at L > 2: the patterns of the student's directions beside the free solve, which reaches only points
-    # of rank-1 m there, or none: L = 3, r = 2, omega 0.6, alpha 0.8; L = 4, r = 3, mixed; docs/rank2.md.  After it:
-    # where none gives a point, the free solve's status is the branch's (a pattern's collapse says nothing of points
-    # off its subspace).)
+    # (rank L - 1: also the patterns of the student's directions, after the free solve, whose status stands where
+    # none gives a point: docs/rank2.md)
     patterns += _own_patterns(setting, branch)
     # (a start that is built by solving, e.g. the mixed one from two rank-1 solves, built once for every pattern)
     starts = [(name, functools.cache(start) if callable(start) else start)
@@ -346,12 +329,8 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             if fp.valid and first:
                 break
         same_as.update(memo.same_as)
-    # (L = 2 only: for L = 3 simplex, omega 0.3, alpha 1.5 the ladder's base at alpha 0.5 does not converge either, on
-    # the ring of positional minima, and cost 20 s of CPU for the verdict the four starts had given.)
-    # For a teacher of rank r* >= 2 the ladder runs even where a start gave a valid positional point, and the lower
-    # one is kept: from alpha ~ 5 on every start reaches only the far point (omega 0.3, fast, alpha 10: q 9.12, m
-    # 5.15, train loss 0.504, from default and wide_m; scaled inadmissible), which no damped iteration or Newton step
-    # from a start leaves, while the branch continued from below is at q 0.044, m 0.359, train loss 0.0495.
+    # (L = 2 only.)  For r* >= 2 the positional branch's ladder runs even beside a valid start, the lower point kept:
+    # the starts reach only the far point there (docs/numerics.md, "Measured cases behind solve.py": ladder).
     a0 = LADDER_BASE.get(branch)
     several = branch == "positional" and setting.r_star > 1 and not setting.untied
     if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and (several or not any(
@@ -360,10 +339,8 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     best = _best_of(tried, same_as)
     ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
     if ends and not best.valid:
-        # The branch's own path ends before alpha: a verdict, where the starts gave none (omega 0, alpha 1, on one
-        # CPU: every start ran out of iterations next to the point the finite point set forces, while the path's
-        # squared m reaches zero at 0.959 +- 0.010, the linearised m map's pitchfork being 0.933 [0.912, 0.954]);
-        # beside a start's collapse, where the branch ended.
+        # The branch's own path ends before alpha: a verdict where the starts gave none (they ran out of iterations
+        # next to the end), and beside a start's collapse.
         if best.status != Status.collapsed:
             best = dataclasses.replace(best, status=Status.collapsed, message=ends[0].message)
         if ends[0] not in best.warnings:  # (the ladder's own record, chosen where every start left the domain, has it)
@@ -377,8 +354,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     alpha then solved at prec from the path's; where the fast walk gives neither (no point at alpha and no end of
     the path before it) or the point at prec fails from there, the path walked again at prec; where the fast path
     ends before alpha, its record (the fast precision's) says where.  The path's points only carry the
-    continuation, so their precision is the walk's (omega 0, alpha 1.5: the path's three points at
-    default precision took 4.9 s of the point's 5.1 s, to find that the branch ends at 0.98)."""
+    continuation, so their precision is the walk's (docs/numerics.md, "A path walked fast")."""
     walk = _walk_precision(prec)
     if walk is prec:
         return _walk(setting, alpha, prec, seed, kernel, base, branch, a0)
@@ -432,10 +408,8 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         jumped = nxt.valid and _left_the_path(prev, nxt)
-        # The path's end is read from its own points whatever the step's verdict: a step beyond where they put the
-        # order parameter's zero is past the end, its small "valid" order parameter the points' imperfection (r = 2,
-        # omega 0, fast, the path to 1.8: m 0.101, 0.036 at 1.53, 1.66, zero at 1.68, then "valid" at 1.8 with m 0.009,
-        # where the default precision collapses from 1.645 on; the walk was then repeated at default, 8 minutes).
+        # The path's end is read from its own points whatever the step's verdict: a "valid" step past the order
+        # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
         end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
         if nxt.valid and not jumped and end is None:
             prev = nxt
@@ -444,16 +418,13 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
             continue
         if end is not None:
             # The path ends inside this step, or before alpha where the step collapsed next to the end: no shorter
-            # step crosses it (at omega 0, alpha 1.5 the halvings spent 30 s on not-converged points next to the
-            # end, where the map is critically slow).
+            # step crosses it (halvings there only meet the map's critical slowing down).
             msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
             return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
                                        iterations=iters, warnings=prev.warnings + (Note(NoteCode.branch_end, msg),))
         if halvings < LADDER_HALVINGS:
-            # A step the branch changes too much over (r* = 2, omega 0.3, fast: 2.44 -> 3.62 not converged, in
-            # halves converged), or where the map is rough (r = 2, fast, alpha ~ 10: the positional point is reached
-            # at residuals 3e-4 - 2e-3, and a step of 9.54 -> 10 runs off to the far point; five halvings reach it):
-            # once more over half the step (geometric mean), at most LADDER_HALVINGS times.
+            # A step the branch changes too much over, or where the map is rough: once more over half the step
+            # (geometric mean), at most LADDER_HALVINGS times (docs/numerics.md, "Measured cases": ladder).
             pending.insert(0, float(np.sqrt(prev.alpha * pending[0])))
             halvings += 1
         elif not jumped:
@@ -476,10 +447,9 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
     INTERCEPT_ERRORS of its standard errors (the transition's margin, linearised.intercept_at) short of the step's
     alpha (whether the step failed or not), or short of target where the failed step collapsed no more than that
     margin before the intercept (the branch was not found where the path says it ends; at the fast precision the
-    steps next to the end collapse early, the map grainy and critically slow there: omega 0, the path's points at
-    0.72 and 0.87 put the end at 1.02 +- 0.09 and the step to 1.04 collapsed, where halvings to 0.93 ran out of
-    iterations).  Next to a supercritical pitchfork, where the branch merges into another fixed point, order^2 ~
-    |alpha - alpha_p|; a step that fails otherwise is still halved."""
+    steps next to the end collapse early, the map grainy and critically slow there).  Next to a supercritical
+    pitchfork, where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step that fails
+    otherwise is still halved."""
     if len(path) < 2:
         return None
     p1, p2 = path[-2:]
@@ -499,10 +469,8 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
     return None
 
 
-# A step of the path (at most LADDER_RATIO in alpha) that moves q or V by more than this factor has left the branch
-# for another fixed point: it is halved like a failed step.  Along the paths measured the overlaps change by at most
-# 25% per step (r* = 2, omega 0.3, fast, positional from 0.5: q 0.054 -> 0.080 -> 0.044 over 0.5-10), while the step
-# 2.44 -> 3.62 of the path to alpha 8 landed on the far point (q 0.073 -> 5.13, train loss 0.377 against 0.045).
+# A step of the path that moves q or V by more than this factor has left the branch for another fixed point: it is
+# halved like a failed step (the paths measured move them by at most 25% per step: "Measured cases": ladder).
 JUMP = 2.0
 
 
@@ -524,8 +492,7 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
         name, best = min(ok, key=lambda t: t[1].train_loss)
     else:
         # None valid: a start that left the map's domain or ran away says nothing of the branch, one that collapsed
-        # or ran out of iterations does (L = 4 orthogonal, positional, alpha 1.5: the default start inadmissible at
-        # its first steps, the three others collapsed: the branch is reported collapsed, not inadmissible).
+        # or ran out of iterations does.
         informative = [(n, p) for n, p in solved if p.status in (Status.collapsed, Status.not_converged)]
         name, best = (informative or solved)[0]
     if len(tried) == 1:
@@ -550,8 +517,7 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
 class _CoarseMemo:
     """The coarse fixed points one start set's solves reached and the full-resolution results from them: a later start
     whose coarse solve ends at the same point (within _MEMO_RADIUS tolerances) gets that result instead of solving
-    it again (L = 3 simplex, positional: the scaled and wide_m starts reach one coarse point, to 5e-6).  Also the
-    contraction certificate at this alpha, computed once for all the starts (where one is first needed)."""
+    it again.  Also the contraction certificate at this alpha, computed once for all the starts."""
 
     def __init__(self) -> None:
         self.name = ""  # the start being solved (set by the caller)
@@ -581,9 +547,8 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
     """anderson's collapse certificate for the positional branch of a tied student without rotation gauge at L > 2
     (contraction.py): asked where only the order parameter is still moving (every other overlap within
     NEAR_AGNOSTIC) and shrinking.  Not at L = 2, whose collapses are quick and whose numbers stay those measured; not
-    on the semantic branch (L = 3 simplex: no faster, 68.8 against 65.5 s for `transition --L 3`, while it moved the
-    solver's end bracket from 0.183 to 0.205 by calling the graininess-sustained points below the pitchfork collapsed,
-    which the transition already reads as the imperfect bifurcation).  None with prec.certificate off."""
+    on the semantic branch (no faster there, and it calls the imperfection's points below the pitchfork collapsed:
+    docs/numerics.md, "Measured cases behind solve.py").  None with prec.certificate off."""
     if (not prec.certificate or b != Branch.positional or setting.L <= 2 or setting.untied or bm.gauge
             or setting.field_rank > 1):
         return None
@@ -675,18 +640,13 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                           give_up=functools.partial(bm.only_order_far, near=FAR, far=FRESH_RETRY_MAX) if from_coarse
                           else None)
             if tried.extra.get("gave_up"):
-                # The coarse fixed point's order parameter is the coarse points' graininess, not the full map's: the
-                # full map moves it by > FRESH_RETRY_MAX in one step while every other overlap stays within FAR (L = 3
-                # simplex, alpha 1.5, positional: m x 0.3 per step, q and V within 1%).  As from a reseeded start:
-                # undamped from that image (damped steps took 8 evaluations where 2-3 carry m to zero).
+                # The coarse point's order parameter is the coarse points' graininess (the full map moves only it, by
+                # more than FRESH_RETRY_MAX): as from a reseeded start, undamped from that image.
                 x, reseeded = tried.x.copy(), True
                 iters += 1
             elif not tried.converged and tried.residual <= FRESH_RETRY_MAX:
-                # The frozen Jacobian was too far off (near a branch end the map's slowest eigenvalue approaches
-                # 1 and moves fast with alpha and the scrambling): once more with a fresh one here, which costs
-                # size + 1 evaluations where the damped / Anderson fallback took 15-60 near the semantic end.
-                # Not where the chord ended far from any fixed point (the start is not near one at this
-                # resolution: a coarse point the full map does not have, L = 3 positional, residual ~0.7).
+                # The frozen Jacobian was too far off (near a branch end): once more with a fresh one here, not where
+                # the chord ended far from any fixed point (docs/numerics.md, rules table: fresh-Jacobian retry).
                 retried, fresh, n_eval = _fresh_chord(bm, x, prec)
                 iters += n_eval
                 if retried is not None:
@@ -705,10 +665,8 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                            collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
                                                   prec), approx=bm.approximate)
             if sol.status == Status.not_converged and sol.residual <= FRESH_RETRY_MAX:
-                # The iteration creeps along a slow direction: Newton from its last iterate, with the Jacobian there
-                # (a free solve on the L = 3 ring, simplex, omega 0.6, positional next to its pitchfork at 0.15: m
-                # turns slowly along the ring of near-minima, residual 0.017 after 80 steps while the Jacobian
-                # contracts by at most 0.62 there; chord steps reach the fixed point in 4 evaluations).
+                # The iteration creeps along a slow direction (a free solve on the L = 3 ring): Newton from its last
+                # iterate, with the Jacobian there (rules table).
                 tried, fresh, n_eval = _fresh_chord(bm, sol.x, prec, secant_min=SECANT_MIN)
                 iters += n_eval
                 if tried is not None and tried.converged:
@@ -739,9 +697,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             status, message = Status.inadmissible, str(exc)
             break
         # Each scrambling's representative pointing the first one's way (their mean is then that of one solution),
-        # its conjugates rotated alike (the prior side maps the reported hats to the reported overlaps).
-        # (a linear pattern's points fix the student's rotation already, e.g. the equivariant one's m = kappa U: a
-        # canonical rotation of its degenerate m would differ between scramblings and shrink their mean)
+        # its conjugates rotated alike; not on a linear pattern, whose points fix the rotation already.
         R, Rs = gauge_rotation(o) if bm.layout.lin is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
         if overlaps_reps:
             R = R * aligning_signs(rotate(o, R, Rs), overlaps_reps[0])
@@ -778,16 +734,9 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     m_err, theta_err = errors["m"], errors["theta"]
     m_size, theta_size = s_mean["m"], s_mean["theta"]
     if k > 1 and not setting.untied:
-        # The order parameter's mean and standard error as a vector too (per entry, over the scramblings), with the
-        # signs the iteration found (each image keeps its input's signs, BranchMap.image).  (1) Where the points'
-        # graininess sustains a small order parameter pointing a different way in each scrambling, the sizes agree
-        # while the mean vector is zero within its error (L = 3 simplex, fast, seed 1: "valid" positional points with
-        # rms m 0.003-0.01 +- 0.001 at every alpha, now collapsed below 0.42).  (2) Q -> -Q (per student direction)
-        # is a symmetry of the d -> infinity equations, not of a finite point set: beyond a branch's end the one
-        # fixed point near the agnostic point has an order parameter of the points' asymmetry, its sign set by the
-        # scrambling, not by the start.  Pointed one way for the mean, these made a "distinct" point (study, omega
-        # 0, alpha 1, fast: m 0.029 +- 0.006 where the agnostic point is stable in m, eigenvalue 0.91; r = 2, omega
-        # 0.6, alpha 1.3, semantic: theta 0.006, eigenvalue 0.91); as found they cancel.
+        # The order parameter's mean and error also as a vector with the signs the iteration found: a small order
+        # parameter that the points' graininess sustains points another way in each scrambling, and cancels
+        # (docs/numerics.md, "Measured cases behind solve.py": collapse as a vector).
         s_raw = summaries(Overlaps(**{f: np.mean([getattr(o, f) for o in raw_reps], axis=0)
                                       for f in ("q", "m", "V", "theta")}))
         m_size, theta_size = min(m_size, s_raw["m"]), min(theta_size, s_raw["theta"])
