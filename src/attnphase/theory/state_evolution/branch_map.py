@@ -59,10 +59,9 @@ class BranchMap:
         if pattern is not None:
             self.layout = (self.layout.linear(*pattern.linear) if pattern.linear is not None
                            else self.layout.on_subspace(pattern.basis))
-        # Not on a tied student's agnostic branch: at m = theta = 0 the map commutes with every rotation of the
-        # student directions and its fixed point is isotropic (q, V ~ multiples of I: nothing neutral to remove),
-        # while diagonalising a near-isotropic q rotates V at random from one step to the next (r = 2, alpha 1.5:
-        # residual stuck at 8e-2 after 100 iterations; without the gauge 41 iterations, the same train loss).
+        # Not on a tied student's agnostic branch: its fixed point is isotropic (nothing neutral to remove), and
+        # diagonalising a near-isotropic q rotates V at random from step to step (docs/numerics.md, "No rotation
+        # gauge on a tied student's agnostic branch").
         self.gauge = (setting.field_rank > 1 or setting.r_star > 1) and not (
             self.branch == Branch.agnostic and not setting.untied) and self.layout.lin is None
         # cheap() reuses the last exact step's minimisers as warm starts; not for the two-token kernel, whose cheap
@@ -200,10 +199,8 @@ class BranchMap:
         if self.gauge:
             new = canonical_gauge(new, untied=self.setting.untied)
             if x is not None:
-                # The canonical sign rule (largest entry positive) jumps where two entries of opposite sign nearly tie
-                # (L = 3: m sums to zero); an image flipped against its input let Anderson mix the two signs into a
-                # false collapse (L = 3, r = 2, omega 0.3, alpha 1: "collapsed" where the agnostic point is unstable
-                # in m).  Flipping a direction is an exact symmetry: the image keeps the input's signs.
+                # The canonical sign rule jumps where two entries of opposite sign nearly tie, and Anderson mixed the
+                # two signs into a false collapse (rules table); flipping a direction is exact: the input's signs kept.
                 new = align_signs(new, self.layout.unpack(x))
         return self.layout.pack(new)
 

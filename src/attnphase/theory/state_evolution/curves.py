@@ -47,28 +47,21 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
         retry: FixedPoint | None = None
         if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok
                                                   or fp.status == Status.not_converged):
-            # Continuation can fail where the previous point was far; retry from the start set.  Not where the
-            # first scrambling did converge from the neighbour's point and a later one, or the scramblings'
-            # spread, made the point invalid: the retry solves that same scrambling's map again (measured at the
-            # semantic end, omega = 0.3, alpha = 0.7: 8 s for the same verdict).  Except where a later scrambling ran
-            # out of iterations, which is no verdict (r = 2, fast, positional 2 -> 3: not converged; the start set
-            # gives the single point's ok answer).
+            # Continuation can fail where the previous point was far: retry from the start set, not where the first
+            # scrambling converged and a later one's verdict (other than no convergence) stands (docs/numerics.md,
+            # "Measured cases behind solve.py": curves).
             retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
                           ladder=not ended)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
                 and branch in LADDER_BASE and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
-            # A step too long for continuation (measured: study, fast, positional 2 -> 5, collapsed although its
-            # first scrambling converged): the branch in steps of at most LADDER_RATIO from the neighbour, as a
-            # single-point solve continues it.  Not the semantic branch, which no single point continues and which
-            # a curve follows downward to its end (L = 3 simplex, fast, 0.227 -> 0.05: 23 s of halved steps towards
-            # the end at 0.20 for the single point's verdict, collapsed).
+            # A step too long for continuation: the branch in steps of at most LADDER_RATIO from the neighbour, as
+            # a single-point solve continues it (not the semantic branch, which a curve follows down to its end).
             lad = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
             if retry is None or lad.valid or retry.status != Status.collapsed:
                 retry = lad
         if retry is not None and (retry.valid or (retry.status == Status.collapsed and fp.status != Status.collapsed)):
             # The retry is the single point's answer: taken where it is a verdict (a point, or none of the branch
-            # there) and the continuation's is not (omega 0, alpha 1: not converged next to the end, where the
-            # single point is collapsed), so that a curve's point is the single point's.
+            # there) and the continuation's is not, so that a curve's point is the single point's.
             fp = retry
         ended = ended or (not fp.valid and any(p.valid for p in out))
         out.append(fp)
@@ -78,10 +71,8 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     return out[::-1] if branch == "semantic" else out
 
 
-# Alphas per piece of an agnostic curve.  That branch has no order parameter to follow, and its points cost about
-# the same from the default start as from a neighbour (omega = 0.3, default precision: 0.55 s at alpha 0.1 cold,
-# 0.45-0.67 s continued), so its curve is solved in independent pieces that fill the workers left idle by the
-# other branches' longer continuations (which a cold start costs 2-3 points' time, so they stay whole).
+# Alphas per piece of an agnostic curve: with no order parameter to follow its points cost about the same cold as
+# continued, so its pieces fill the workers the other branches' continuations leave idle ("Measured cases": curves).
 AGNOSTIC_PIECE = 4
 
 

@@ -143,9 +143,8 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
         if mixed:
             pm = fp(MIXED, a)
             if not pm.valid and pm.status != Status.collapsed:
-                # The mixed point is the lowest where it exists; a failed solve of it (r = 2, fast: not converged at
-                # alpha 1.025 between valid points at 0.9 and 1.35) leaves no verdict here, not "semantic only"
-                # (which read a crossing with the positional branch at 1.03 on a 7-point grid).
+                # The mixed point is the lowest where it exists: a failed solve of it leaves no verdict here, not
+                # "semantic only" (which read a false crossing: "Measured cases behind solve.py", curves).
                 return None
             pts.append(pm)
         ok = [p for p in pts if p.valid]
@@ -309,10 +308,8 @@ def _mixed_end(setting: Setting, cache: dict[tuple[str, float], FixedPoint], gri
     bracket = (a_ok, p_ok, p_prev, a_bad)
     if pitch.found:
         # The solver's validity at the pitchfork interval's ends first: where it is valid at the top and not at the
-        # bottom, the solver's end lies inside the interval already reported, and bisecting it further would locate
-        # only where the collapse test gives up (two solves instead of five or six).  From p_ok alone: extrapolated
-        # through the valid point above it, a grid step away, the start overshoots (r = 2, alpha 0.612 from 0.759
-        # and 0.936: 127 against 64 evaluations).
+        # bottom, the end lies inside the interval already reported (two solves instead of five or six).  From p_ok
+        # alone: extrapolated through a point a grid step away the start overshoots (127 against 64 evaluations).
         bracket, _ = narrow_at_interval(setting, MIXED, bracket, pitch, precision, seed, pts, extrapolate=False)
     a_ok, p_ok, p_prev, a_bad = bracket
     if not (pitch.found and pitch.lo <= a_bad and a_ok <= pitch.hi):
