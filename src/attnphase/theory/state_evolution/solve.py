@@ -108,8 +108,6 @@ def _start(setting: Setting, b: Branch, init: Overlaps | FixedPoint | None) -> O
     if init is None:
         return d0
     o = init.overlaps if isinstance(init, FixedPoint) else init
-    if not isinstance(o, Overlaps):
-        raise InputTypeError("init must be Overlaps or a FixedPoint")
     if o.dims != (setting.L, setting.field_rank, setting.r_star):
         want = (setting.L, setting.field_rank, setting.r_star)
         raise InputError(f"init has shapes (L, r, r*) = {o.dims}, the setting {want}"
@@ -214,12 +212,12 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     if branch == "global":
         return global_minimum(solve_screened(setting, alpha, prec, seed, kernel=kernel, multistart=multistart))
     if init is not None:
-        # A start in a token pattern's subspace (a curve's previous point) continues that pattern's branch.
         o = init.overlaps if isinstance(init, FixedPoint) else init
-        pattern = _token_pattern_of(setting, branch, o) if isinstance(o, Overlaps) else None
-        for own in _own_patterns(setting, branch):
-            if isinstance(o, Overlaps) and own.holds(o):
-                pattern = own
+        if not isinstance(o, Overlaps):
+            raise InputTypeError("init must be Overlaps or a FixedPoint")
+        # A start on a pattern's subspace (a curve's previous point) continues that pattern's branch.
+        pattern = next((own for own in reversed(_own_patterns(setting, branch)) if own.holds(o)),
+                       _token_pattern_of(setting, branch, o))
         return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=pattern)
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
