@@ -314,8 +314,11 @@ def test_the_squared_order_parameter_of_a_falling_branch_extrapolates_above_its_
 def test_jacobian_from_the_base_points_minimisers_equals_the_own_starts_one(setting: Setting, branch: str, base: str,
                                                                              alpha: float) -> None:
     """order_jacobian with each point's prox continued from the base point's last full evaluation (base_point's
-    minima, the transition's way) against the prox from every start (the reference): the same block to the prox's
-    own tolerance (measured 1e-8), far below what moves a pitchfork (xtol 1e-3 in alpha)."""
+    minima, the transition's way) against the prox from every start (the reference).  Measured: the same block to
+    1e-8 at the agnostic point; at r = 2's positional point up to 3e-3 where points have two nearly tied minima
+    (the own-starts evaluation repeated from its own minima differs from itself by 1e-3 there), which moves a
+    pitchfork by ~1e-4 (the eigenvalue's slope is ~1 per unit alpha; brentq's xtol 5e-3 - 1e-2).  Held to 5e-3: a
+    basin that the continuation missed would move the block by more."""
     pts = lin.mirrored_points(setting, branch, 0, 0)
     start = None
     if base == "positional":
@@ -326,5 +329,7 @@ def test_jacobian_from_the_base_points_minimisers_equals_the_own_starts_one(sett
     assert minima is not None
     J = lin.order_jacobian(setting, alpha, branch, pts, point, minima)
     J_ref = lin.order_jacobian(setting, alpha, branch, pts, point)
-    np.testing.assert_allclose(J, J_ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(J, J_ref, rtol=0, atol=5e-3)
+    lead, lead_ref = (float(np.max(np.linalg.eigvals(M).real)) for M in (J, J_ref))
+    assert lead == pytest.approx(lead_ref, abs=5e-3)
     assert np.max(np.abs(J_ref)) > 0.1  # (a block that is not trivially zero)
