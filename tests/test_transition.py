@@ -687,6 +687,34 @@ def test_positional_merge_is_located_at_its_pitchfork_off_the_adapter() -> None:
         assert r.critical[name].overlaps(adapter.critical[name]), name
 
 
+@pytest.mark.parametrize("grid", [[0.3, 0.7, 1.114, 1.291, 1.468, 2.0], [0.3, 0.7, 1.114, 1.291, 1.35, 2.0]],
+                         ids=["interval-inside-the-bracket", "interval-below-the-bracket"])
+def test_positional_merge_settled_at_its_pitchfork_as_the_bisection_classifies_it(grid: list[float]) -> None:
+    """The study at omega 0.1, fast: the solver's positional points stay valid past the merge pitchfork (1.284
+    [1.243, 1.326], the linearised condition; the L = 2 adapter's 1.289 [1.255, 1.323]) up to ~1.37, its points'
+    imperfection.  Holding the grid's bracket against the pitchfork first (the solver asked at the interval's ends
+    inside it, where there are any) gives the record the full bisection and classify_end give (the pitchfork, m^2
+    below it extrapolating to zero inside it), with fewer solves; on the coarse grid with none."""
+    from attnphase.theory.transition.ends import validity_ends
+    from attnphase.theory.transition.linearised import classify_end, theta_points
+
+    s = Setting(omega=0.1)
+    pitch = Critical("positional_merge", 1.2843, 1.2427, 1.3259, "pitchfork", "linearised")
+    quick = validity_ends(s, grid, "fast", merge=lambda lo: pitch)
+    full = validity_ends(s, grid, "fast")
+    bisected = full.ends["alpha_pos_vanishes"]
+    assert bisected.kind == "unknown" and bisected.lo > pitch.hi  # the solver's own end: past the pitchfork
+    order = theta_points([p for p in full.points if p.branch == "positional"], "m")
+    ref = classify_end(bisected, pitch, "upper", order)
+    got = quick.ends["alpha_pos_vanishes"]
+    assert ref.kind == got.kind == "pitchfork" and "imperfect" in got.reason, (ref, got)
+    assert (got.value, got.lo, got.hi) == pytest.approx((ref.value, ref.lo, ref.hi), abs=1e-12)
+    assert quick.merge is pitch and quick.range["positional"][1] == pytest.approx(got.value)
+    assert len(quick.points) < len(full.points)
+    if grid[-2] > pitch.hi:  # (no end of the interval inside the bracket: nothing solved past the grid's points)
+        assert not any(grid[-2] < p.alpha < grid[-1] for p in quick.points if p.branch == "positional")
+
+
 @pytest.mark.slow
 def test_rank2_positional_merge_against_default_precision_solves() -> None:
     """r = 2, omega 0: the solver at fast precision keeps positional points valid up to 1.91 (the transition's record

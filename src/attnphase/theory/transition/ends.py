@@ -59,6 +59,7 @@ PAST = 0.25
 END_NAME = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_vanishes"}
 # validity_ends: the end below which a branch does not exist (where it appears, as alpha grows)
 APPEARS = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_appears"}
+VANISHES = "alpha_pos_vanishes"  # the positional branch's upper end (it merges back into the agnostic point)
 
 
 @dataclass
@@ -348,6 +349,7 @@ class ValidityEnds:
     ends: dict[str, Critical]
     range: dict[str, tuple[float, float]]
     points: list = field(default_factory=list)
+    merge: Critical | None = None  # the positional branch's merge pitchfork, where validity_ends was given one
 
 
 def _extrapolated(p1, p2, a: float) -> Overlaps | None:
@@ -393,53 +395,72 @@ def narrow_bracket(setting: Setting, branch: str, a: float, bracket: tuple, prec
 
 def narrow_at_interval(setting: Setting, branch: str, bracket: tuple, pitch: Critical, precision, seed: int,
                        points: list, extrapolate: bool = True) -> tuple[tuple, bool]:
-    """The bracket (a_ok, p_ok, p_prev, a_bad) narrowed by solves at the ends of the pitchfork's interval that lie
-    inside it, its top first (narrow_bracket), and whether any was solved."""
+    """The bracket (a_ok, p_ok, p_prev, a_bad; a_ok above or below a_bad) narrowed by solves at the ends of the
+    pitchfork's interval that lie inside it, the one nearer a_ok first (narrow_bracket), and whether any was solved."""
     solved = False
-    for a in (pitch.hi, pitch.lo):
-        if bracket[3] < a < bracket[0]:
+    for a in ((pitch.hi, pitch.lo) if bracket[0] > bracket[3] else (pitch.lo, pitch.hi)):
+        if min(bracket[0], bracket[3]) < a < max(bracket[0], bracket[3]):
             bracket = narrow_bracket(setting, branch, a, bracket, precision, seed, points, extrapolate=extrapolate)
             solved = True
     return bracket, solved
 
 
 def _settle_at_pitchfork(setting: Setting, branch: str, bracket: tuple, pitch: Critical | None, precision,
-                         seed: int, points: list) -> Critical | tuple:
-    """The lower end of a branch that exists above it, held against its pitchfork condition before any bisection:
-    the solver's fixed point at the ends of the pitchfork's interval that lie inside the grid bracket
-    (a_ok, p_ok, p_prev, a_bad).  The pitchfork itself (kind "pitchfork") where the solver's end lies inside its
-    interval, or where the squared order parameter of its valid points extrapolates to zero inside it (a
-    supercritical pitchfork: linearised.classify_end), whether the branch is valid down to the interval (the valid
-    points below it are the finite point set's imperfection) or the solver did not converge at its top (the
-    interval then reaches up to the lowest valid point); else the (narrowed) bracket for the bisection."""
+                         seed: int, points: list, side: str = "lower") -> Critical | tuple:
+    """A branch end held against its pitchfork condition before any bisection: side "lower", the end of a branch
+    that exists above it (its appearance); "upper", of one that exists below it (the positional branch merging back
+    into the agnostic point).  The solver's fixed point at the ends of the pitchfork's interval that lie inside the
+    grid bracket (a_ok, p_ok, p_prev, a_bad).  The pitchfork itself (kind "pitchfork") where the solver's end lies
+    inside its interval, or where the squared order parameter of its valid points extrapolates to zero inside it (a
+    supercritical pitchfork: linearised.classify_end), whether the branch is valid through the interval (the valid
+    points beyond it are the finite point set's imperfection) or the solver did not converge at its far end (the
+    interval then reaches to the nearest valid point); else the (narrowed) bracket for the bisection."""
     if pitch is None or not pitch.found:
         return bracket
-    bracket, solved = narrow_at_interval(setting, branch, bracket, pitch, precision, seed, points)
-    if not solved:
-        return bracket
+    # (where no end of the interval lies inside the bracket, the grid's bracket is held against it as it is)
+    bracket, _ = narrow_at_interval(setting, branch, bracket, pitch, precision, seed, points)
     a_ok, _, _, a_bad = bracket
-    if pitch.lo <= a_bad and a_ok <= pitch.hi:
-        return Critical(APPEARS[branch], pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
-                        f"the solver's validity bracket [{a_bad:.4g}, {a_ok:.4g}] lies inside the pitchfork's interval")
-    # Where the squared order parameter of the valid points heads to zero inside the interval, the pitchfork
-    # (classify_end), if the branch is valid down to the interval, or if the solve at the interval's top did not
-    # converge: no convergence is no verdict on the branch, and bisecting towards it would solve more such points
-    # (L = 3 simplex, omega 0.6, positional: not converged at 0.164, 0.196 and 0.212, 250 s, for the same record;
-    # the interval's top is the lowest valid point, which a bisection may lower: 0.227 vs 0.216 on a 3-point grid).
-    # Where the top collapsed, the bisection narrows it (r = 2: 0.662 vs 0.759).
-    top = next((p for p in reversed(points) if p.branch == branch and p.alpha == a_bad), None)
-    if a_ok <= pitch.lo or (a_ok > pitch.hi and top is not None and top.status == Status.not_converged):
+    lower = side == "lower"
+    name = APPEARS[branch] if lower else VANISHES
+    below, above = sorted((a_ok, a_bad))
+    if pitch.lo <= below and above <= pitch.hi:
+        return Critical(name, pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
+                        f"the solver's validity bracket [{below:.4g}, {above:.4g}] lies inside the pitchfork's "
+                        "interval")
+    # Where the squared order parameter of the valid points heads to zero inside the interval: the pitchfork
+    # (classify_end), if the branch is valid through the interval, or if the solve at its far end did not converge
+    # (no verdict, and bisecting towards it would solve more such points: L = 3 simplex, omega 0.6, 250 s for the same
+    # record).  Where that end collapsed, the bisection narrows the bracket.
+    edge = next((p for p in reversed(points) if p.branch == branch and p.alpha == a_bad), None)
+    through = a_ok <= pitch.lo if lower else a_ok >= pitch.hi
+    short = a_ok > pitch.hi if lower else a_ok < pitch.lo
+    if through or (short and edge is not None and edge.status == Status.not_converged):
         order = theta_points([p for p in points if p.branch == branch], ORDER_NAME[branch])
-        end = linearised.classify_end(Critical(APPEARS[branch], 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", ""),
-                                      pitch, "lower", order)
+        end = linearised.classify_end(Critical(name, 0.5 * (a_ok + a_bad), below, above, "unknown", ""),
+                                      pitch, side, order)
         if end.kind == "pitchfork":
             return end
     return bracket
 
 
+def _end_between(setting: Setting, branch: str, bracket: tuple, pitch: Critical | None, side: str, precision,
+                 seed: int, xtol: float, points: list, method: str) -> tuple[Critical, float]:
+    """A branch end inside the grid bracket (a_ok, p_ok, p_prev, a_bad): settled at its pitchfork where that does it
+    (_settle_at_pitchfork), else bisected on the solver's validity to xtol (kind unknown, the final bracket); and
+    where the branch's range stops (the pitchfork, or the last valid alpha)."""
+    settled = _settle_at_pitchfork(setting, branch, bracket, pitch, precision, seed, points, side)
+    if isinstance(settled, Critical):
+        return settled, settled.value
+    a_ok, p_ok, p_prev, a_bad = settled
+    a_ok, a_bad = bisect_valid(setting, branch, a_ok, p_ok, a_bad, precision, seed, xtol, points, p_prev=p_prev)
+    name = APPEARS[branch] if side == "lower" else VANISHES
+    return Critical(name, 0.5 * (a_ok + a_bad), min(a_ok, a_bad), max(a_ok, a_bad), "unknown", method), a_ok
+
+
 def validity_ends(setting: Setting, grid: list[float], precision: str | Precision = "fast", seed: int = 0,
                   xtol: float = 0.02, stable: dict[str, float] | None = None,
-                  pitchforks: dict[str, Critical] | None = None) -> ValidityEnds:
+                  pitchforks: dict[str, Critical] | None = None,
+                  merge: Callable[[float], Critical | None] | None = None) -> ValidityEnds:
     """Ends of the semantic and positional branches located on the solver's validity: both branches solved
     along the grid by continuation (solve_curve), each end bracketed between a grid point where the branch is
     valid and its neighbour where it is not (collapsed onto the agnostic point, or no convergence), then
@@ -452,8 +473,12 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
     it is solved at the grid's two ends first, and along the whole grid only where one of them is valid.
     pitchforks: branch -> its pitchfork condition at the agnostic point (linearised.instability), where known: the
     ends of its interval are solved first for the branch's appearance, and where the solver settles the end there
-    (_settle_at_pitchfork) the end is that pitchfork, with no bisection of the solver's collapse."""
+    (_settle_at_pitchfork) the end is that pitchfork, with no bisection of the solver's collapse.
+    merge: where the solver loses the positional branch in the range, the pitchfork where it merges back into the
+    agnostic point, given the lowest alpha where it exists (or None where there is none): its upper end is settled
+    there the same way (ValidityEnds.merge records it)."""
     stable = stable or {}
+    merged = None
     pitchforks = pitchforks or {}
 
     grid = sorted(grid)
@@ -506,31 +531,22 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
             lo = -float("inf")
         else:
             bracket = (grid[i0], curve[i0], curve[i0 + 1] if i0 + 1 <= i1 else None, grid[i0 - 1])
-            settled = _settle_at_pitchfork(setting, branch, bracket, pitchforks.get(branch), precision, seed,
-                                           points)
-            if isinstance(settled, Critical):
-                ends[lo_name], lo = settled, settled.value
-            else:
-                a_ok, p_ok, p_prev, a_bad = settled
-                a_ok, a_bad = bisect_valid(setting, branch, a_ok, p_ok, a_bad, precision, seed, xtol, points,
-                                           p_prev=p_prev)
-                ends[lo_name] = Critical(lo_name, 0.5 * (a_ok + a_bad), a_bad, a_ok, "unknown", method)
-                lo = a_ok
+            ends[lo_name], lo = _end_between(setting, branch, bracket, pitchforks.get(branch), "lower", precision,
+                                             seed, xtol, points, method)
         hi = float("inf")
         if branch == "positional":
             if i1 == len(curve) - 1:
-                ends["alpha_pos_vanishes"] = Critical.missing(
-                    "alpha_pos_vanishes", "not in range", f"the positional branch is valid from alpha = "
+                ends[VANISHES] = Critical.missing(
+                    VANISHES, "not in range", f"the positional branch is valid from alpha = "
                     f"{grid[i0]:g} up to {grid[-1]:g}", method)
                 hi = float("inf")
             else:
-                a_ok, a_bad = bisect_valid(setting, branch, grid[i1], curve[i1], grid[i1 + 1], precision, seed,
-                                            xtol, points, p_prev=curve[i1 - 1] if i1 - 1 >= i0 else None)
-                ends["alpha_pos_vanishes"] = Critical("alpha_pos_vanishes", 0.5 * (a_ok + a_bad), a_ok, a_bad,
-                                                      "unknown", method)
-                hi = a_ok
+                bracket = (grid[i1], curve[i1], curve[i1 - 1] if i1 - 1 >= i0 else None, grid[i1 + 1])
+                merged = merge(lo) if merge is not None else None
+                ends[VANISHES], hi = _end_between(setting, branch, bracket, merged, "upper", precision, seed, xtol,
+                                                  points, method)
         rng[branch] = (lo, hi)
-    return ValidityEnds(ends, rng, points)
+    return ValidityEnds(ends, rng, points, merged)
 
 
 def path_as_overlaps(end: EndResult, part: str = "unstable") -> list[dict[str, float]]:

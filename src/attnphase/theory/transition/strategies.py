@@ -22,7 +22,14 @@ from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
-from attnphase.theory.transition.linearised import ORDER_NAME, classify_end, instability, stable_on_grid, theta_points
+from attnphase.theory.transition.linearised import (
+    ORDER_NAME,
+    Instability,
+    classify_end,
+    instability,
+    stable_on_grid,
+    theta_points,
+)
 from attnphase.theory.transition.records import Critical, Search
 
 
@@ -174,9 +181,22 @@ class SolverEnds:
         born = largest is None and first < 1.0  # (unstable from alpha_min on: born below the range)
         if born:
             pitch["positional"] = instability(setting, "positional", grid, scan=scan, **kw)
+        merges: list[Instability] = []
+
+        def merge(lo: float) -> Critical | None:
+            # Where the solver loses the positional branch in range: the highest alpha above lo (its lowest point)
+            # where m's block at the agnostic point falls back through 1, the branch merging back (docs/transition.md).
+            above = [a for a in grid if a >= lo]
+            if len(above) < 2:
+                return None
+            merges.append(instability(setting, "positional", above, name="positional_merge", descending=True, **kw))
+            return merges[-1].critical
+
+        # (where the agnostic point is stable in m on the whole grid it has no pitchfork there)
         self.ve = validity_ends(setting, grid, precision, seed, xtol=max(2 * xtol, 0.02),
                                 stable={} if largest is None else {"positional": largest},
-                                pitchforks={b: i.critical for b, i in pitch.items()})
+                                pitchforks={b: i.critical for b, i in pitch.items()},
+                                merge=merge if largest is None else None)
         self.sem_pitchfork = pitch["semantic"].critical
         if born:
             self.pos_pitchfork = pitch["positional"].critical
@@ -191,22 +211,10 @@ class SolverEnds:
             self.pos_pitchfork = Critical.missing("positional_pitchfork", "not in range", f"the agnostic point is "
                                                   f"unstable in m from alpha = {grid[0]:g} on (leading eigenvalue of "
                                                   f"m's block {first:.3g} there): born below the range")
-        self.evaluations = scan.evaluations + sum(i.evaluations for i in pitch.values())
-        vanishes = self.ve.ends["alpha_pos_vanishes"]
-        merge = None
-        if vanishes.found and largest is None:
-            # Where the solver loses the positional branch in range: where m's block at the agnostic point falls back
-            # through 1, the highest such alpha above the branch's lowest valid point (the agnostic point stable in m
-            # again: the branch merges back into it).  The study at omega 0.1: the solver's points valid up to 1.37
-            # +- 0.006, the branch merging at 1.29 +- 0.03 (the L = 2 adapter's pitchfork); those in between are the
-            # imperfection.  (Where the agnostic point is stable in m on the whole grid it has no pitchfork there.)
-            above = [a for a in grid if a >= self.ve.range["positional"][0]]
-            if len(above) >= 2:
-                merge = instability(setting, "positional", above, name="positional_merge", descending=True, **kw)
-                self.evaluations += merge.evaluations
+        self.evaluations = scan.evaluations + sum(i.evaluations for i in (*pitch.values(), *merges))
         for branch, end_name, pf, side in (("semantic", "alpha_sem_appears", self.sem_pitchfork, "lower"),
                                            ("positional", "alpha_pos_appears", self.pos_pitchfork, "lower"),
-                                           ("positional", "alpha_pos_vanishes", merge and merge.critical, "upper")):
+                                           ("positional", "alpha_pos_vanishes", self.ve.merge, "upper")):
             end = self.ve.ends[end_name]
             if pf is None or not end.found:
                 continue
