@@ -313,8 +313,9 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # (a start that is built by solving, e.g. the mixed one from two rank-1 solves, built once for every pattern)
     starts = [(name, functools.cache(start) if callable(start) else start)
               for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many)]
+    contractions: dict = {}
     for pattern in patterns:
-        memo = _CoarseMemo()  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
+        memo = _CoarseMemo(contractions)  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
         for base_name, start in starts:
             name = f"{pattern.name} {base_name}" if pattern is not None else base_name
             o = start() if callable(start) else start
@@ -515,13 +516,15 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
 class _CoarseMemo:
     """The coarse fixed points one start set's solves reached and the full-resolution results from them: a later start
     whose coarse solve ends at the same point (within _MEMO_RADIUS tolerances) gets that result instead of solving
-    it again.  Also the contraction certificate at this alpha, computed once for all the starts."""
+    it again.  Also the contraction certificate at this alpha, computed once for all the starts (and, given
+    ``contractions``, shared with other memos: the certificate is the agnostic point's, the same for every pattern)."""
 
-    def __init__(self) -> None:
+    def __init__(self, contractions: dict | None = None) -> None:
         self.name = ""  # the start being solved (set by the caller)
         self.seen: dict[str, tuple[np.ndarray, FixedPoint]] = {}
         self.same_as: dict[str, str] = {}  # start -> the earlier start whose result it got
-        self._contraction: dict[tuple[float, int, str], OrderContraction | None] = {}
+        self._contraction: dict[tuple[float, int, str], OrderContraction | None] = (
+            contractions if contractions is not None else {})
 
     def contraction(self, setting: Setting, alpha: float, seed: int, near: Overlaps,
                     branch: str) -> OrderContraction | None:
