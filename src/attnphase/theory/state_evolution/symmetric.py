@@ -101,7 +101,8 @@ def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarr
     c: p x r): omega_l ~ N(m_l, q), so d mhat_li / d m_kb = alpha E[f_li (q^{-1/2} xi_k)_b], and m_new = G mhat K.
 
     minima: the local minimisers of an evaluation next to sym on these points (base_point's): each point's prox
-    continued from them (channel.pointwise_f) instead of from every start, a fifth of the CPU."""
+    continued from them (channel.pointwise_f) instead of run from every start, at a seventh of the CPU; the same J
+    to 1e-7 at the agnostic point, to the points' graininess (1e-3) where minima nearly tie (docs/numerics.md)."""
     r, rs = setting.field_rank, setting.r_star
     f, _, mats = pointwise_f(setting, sym, points, minima=minima)
     xi, eta, qis = mats["xi"], mats["eta"], mats["qis"]

@@ -478,8 +478,8 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
     agnostic point, given the lowest alpha where it exists (or None where there is none): its upper end is settled
     there the same way (ValidityEnds.merge records it)."""
     stable = stable or {}
-    merged = None
     pitchforks = pitchforks or {}
+    merged = None
 
     grid = sorted(grid)
     points: list = []
