@@ -59,7 +59,7 @@ PAST = 0.25
 END_NAME = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_vanishes"}
 # validity_ends: the end below which a branch does not exist (where it appears, as alpha grows)
 APPEARS = {"semantic": "alpha_sem_appears", "positional": "alpha_pos_appears"}
-VANISHES = "alpha_pos_vanishes"  # the positional branch's upper end (it merges back into the agnostic point)
+VANISHES = END_NAME["positional"]  # the positional branch's upper end (it merges back into the agnostic point)
 
 
 @dataclass
@@ -504,11 +504,8 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
                          f"[{grid[0]:g}, {grid[-1]:g}] (leading eigenvalue of its block at most {stable[branch]:.3g}), " \
                          f"so none is born there, and none reaches in through an end of the range (no valid " \
                          f"{branch} fixed point at alpha = {grid[0]:g} or {grid[-1]:g} from the start set)"
-            if branch == "semantic":
-                ends["alpha_sem_appears"] = Critical.missing("alpha_sem_appears", "not in range", reason, method)
-            else:
-                ends["alpha_pos_appears"] = Critical.missing("alpha_pos_appears", "not in range", reason, method)
-                ends["alpha_pos_vanishes"] = Critical.missing("alpha_pos_vanishes", "not in range", reason, method)
+            for name in (APPEARS[branch],) + ((VANISHES,) if branch == "positional" else ()):
+                ends[name] = Critical.missing(name, "not in range", reason, method)
             rng[branch] = (float("inf"), -float("inf"))
             continue
         # The run of valid points that matters: from the top for the semantic branch (it exists at large alpha),
