@@ -63,6 +63,9 @@ def test_start_records_round_trip_through_to_dict():
                            {"name": "scaled", "status": "ok", "train_loss": 0.0071}]
     back = FixedPoint.from_dict(d)
     assert [s.name for s in back.starts] == ["default", "scaled"] and back.starts[1].train_loss == 0.0071
+    # (a record written while starts could share a coarse solve's result still reads; the field is gone)
+    old = StartRecord.from_dict({"name": "wide_m", "status": "collapsed", "train_loss": None, "same_as": "scaled"})
+    assert (old.name, old.status) == ("wide_m", Status.collapsed) and "same_as" not in old.to_dict()
     # One start: no "starts" key (the study's records are unchanged).
     assert "starts" not in FixedPoint(3.0, 0.3, "positional", o, fp.hats, 0.0071, 0.003).to_dict()
 

@@ -34,27 +34,22 @@ def branches_for(setting: Setting) -> tuple[str, ...]:
 class StartRecord:
     """One start a result was chosen from: its name (``default``, ``scaled``, ``wide_m``, ``pattern``, ``mixed``,
     ``lifted_tied``, ``ladder``, ``continued`` ...), the status it reached and its training loss (NaN unless
-    valid); same_as: the earlier start whose coarse fixed point this one's coarse solve reached, and whose
-    full-resolution result it therefore shares (None: solved on its own)."""
+    valid)."""
 
     name: str
     status: Status
     train_loss: float
-    same_as: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         tl = self.train_loss
-        out = {"name": self.name, "status": self.status.value, "train_loss": tl if math.isfinite(tl) else None}
-        if self.same_as is not None:
-            out["same_as"] = self.same_as
-        return out
+        return {"name": self.name, "status": self.status.value, "train_loss": tl if math.isfinite(tl) else None}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StartRecord:
+        # (an older record's ``same_as``, the start whose coarse solve this one's reached, is ignored)
         tl = d.get("train_loss")
-        same = d.get("same_as")
-        return cls(str(d["name"]), Status(d["status"]), float("nan") if tl is None else float(tl),
-                   None if same is None else str(same))
+        return cls(str(d["name"]), Status(d["status"]), float("nan") if tl is None else float(tl))
+
 
 def as_status(status: str | Status) -> Status:
     """A Status from a Status or its exact value (a code: free text such as 'collapsed to agnostic' is refused,

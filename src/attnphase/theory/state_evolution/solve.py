@@ -301,7 +301,6 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
                   ladder: bool) -> FixedPoint:
     tried: list[tuple[str, FixedPoint | None]] = []
     first = _first_valid(setting, branch)
-    same_as: dict[str, str] = {}
     # An exchangeable setting's positional branch: one branch per token pattern, in its subspace (the lowest kept);
     # its mixed branch on each pattern too, beside the free solve (docs/rank2.md).
     patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
@@ -313,21 +312,18 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # (a start that is built by solving, e.g. the mixed one from two rank-1 solves, built once for every pattern)
     starts = [(name, functools.cache(start) if callable(start) else start)
               for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many)]
-    contractions: dict = {}
+    certificates: dict = {}  # (the agnostic point's contraction at this alpha: the same for every start and pattern)
     for pattern in patterns:
-        memo = _CoarseMemo(contractions)  # (per pattern: two patterns' coarse points share coordinates, not overlaps)
         for base_name, start in starts:
             name = f"{pattern.name} {base_name}" if pattern is not None else base_name
             o = start() if callable(start) else start
             if o is None and base_name != "default":  # (a start that could not be built; the default one is None)
                 tried.append((name, None))
                 continue
-            memo.name = name
-            fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, memo, pattern=pattern)
+            fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, certificates, pattern=pattern)
             tried.append((name, fp))
             if fp.valid and first:
                 break
-        same_as.update(memo.same_as)
     # (L = 2 only.)  For r* >= 2 the positional branch's ladder runs even beside a valid start, the lower point kept:
     # the starts reach only the far point there (docs/numerics.md, "Measured cases behind solve.py": ladder).
     a0 = LADDER_BASE.get(branch)
@@ -335,7 +331,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and (several or not any(
             p is not None and p.valid for _, p in tried)):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
-    best = _best_of(tried, same_as)
+    best = _best_of(tried)
     ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
     if ends and not best.valid:
         # The branch's own path ends before alpha: a verdict where the starts gave none (they ran out of iterations
@@ -480,7 +476,7 @@ def _left_the_path(prev: FixedPoint, nxt: FixedPoint) -> bool:
     return any(not (b[k] > 0 and a[k] > 0 and abs(np.log(b[k] / a[k])) <= np.log(JUMP)) for k in ("q", "V"))
 
 
-def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str] | None = None) -> FixedPoint:
+def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:
     """The valid point with the lowest training loss (if none is valid, the first solved one that collapsed or ran out
     of iterations, else the first solved one).  Where more than one
     start was tried: a new record with every start's outcome in `starts` (and a note), seconds and iterations
@@ -496,10 +492,8 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
         name, best = (informative or solved)[0]
     if len(tried) == 1:
         return best
-    same_as = same_as or {}
     records = tuple(StartRecord(n, p.status if p is not None else Status.inadmissible,
-                                p.train_loss if p is not None and p.valid else float("nan"), same_as.get(n))
-                    for n, p in tried)
+                                p.train_loss if p is not None and p.valid else float("nan")) for n, p in tried)
     # (the internal continuation's message where it is not valid: where its path ended, which no status says)
     why = {n: p.message for n, p in solved if n == "ladder" and not p.valid and p.message}
     others = "; ".join(f"{r.name}: {r.status.value}" + (f", train loss {r.train_loss:.6g}" if r.status == Status.ok
@@ -513,37 +507,17 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], same_as: dict[str, str]
                                seconds=sum(p.seconds for _, p in solved), iterations=sum(p.iterations for _, p in solved))
 
 
-class _CoarseMemo:
-    """The coarse fixed points one start set's solves reached and the full-resolution results from them: a later start
-    whose coarse solve ends at the same point (within _MEMO_RADIUS tolerances) gets that result instead of solving
-    it again.  Also the contraction certificate at this alpha, computed once for all the starts (and, given
-    ``contractions``, shared with other memos: the certificate is the agnostic point's, the same for every pattern)."""
-
-    def __init__(self, contractions: dict | None = None) -> None:
-        self.name = ""  # the start being solved (set by the caller)
-        self.seen: dict[str, tuple[np.ndarray, FixedPoint]] = {}
-        self.same_as: dict[str, str] = {}  # start -> the earlier start whose result it got
-        self._contraction: dict[tuple[float, int, str], OrderContraction | None] = (
-            contractions if contractions is not None else {})
-
-    def contraction(self, setting: Setting, alpha: float, seed: int, near: Overlaps,
-                    branch: str) -> OrderContraction | None:
-        key = (alpha, seed, branch)
-        if key not in self._contraction:
-            self._contraction[key] = OrderContraction.at(setting, alpha, seed, near, branch)
-        return self._contraction[key]
-
-    def find(self, x: np.ndarray, scale: np.ndarray, radius: float) -> tuple[str, FixedPoint] | None:
-        for name, (xe, fp) in self.seen.items():
-            if xe.shape == x.shape and float(np.max(np.abs(x - xe) / scale)) <= radius:
-                return name, fp
-        return None
+def _certificate(certificates: dict, setting: Setting, alpha: float, seed: int, near: Overlaps,
+                 branch: str) -> OrderContraction | None:
+    """The contraction certificate at alpha (contraction.py), computed once per alpha for every start and token
+    pattern of one start set: it is the agnostic point's, the same for all of them."""
+    key = (alpha, seed, branch)
+    if key not in certificates:
+        certificates[key] = OrderContraction.at(setting, alpha, seed, near, branch)
+    return certificates[key]
 
 
-_MEMO_RADIUS = 10.0  # coarse tolerances: two coarse solves that end this close reached the same fixed point
-
-
-def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: BranchMap, memo: _CoarseMemo,
+def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: BranchMap, certificates: dict,
                 prec: Precision) -> Callable[[np.ndarray, np.ndarray], str | None] | None:
     """anderson's collapse certificate for the positional branch of a tied student without rotation gauge at L > 2
     (contraction.py): asked where only the order parameter is still moving (every other overlap within
@@ -561,14 +535,14 @@ def _collapsing(setting: Setting, alpha: float, b: Branch, seed: int, bm: Branch
         if not summaries(image)["m"] < summaries(o)["m"]:
             return None
         # (its agnostic point solved from this iterate's q and V)
-        cert = memo.contraction(setting, alpha, seed, o, b.value)
+        cert = _certificate(certificates, setting, alpha, seed, o, b.value)
         return cert.verdict(o, image) if cert is not None else None
 
     return test
 
 
 def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Overlaps | FixedPoint | None, seed: int,
-           kernel: str, memo: _CoarseMemo | None = None, pattern: Pattern | None = None) -> FixedPoint:
+           kernel: str, certificates: dict | None = None, pattern: Pattern | None = None) -> FixedPoint:
     """One branch from one start; with a token pattern, m (each of its columns) held in the pattern's subspace; with
     a pattern of the student's directions (equivariant, stabiliser), every overlap on its linear subspace."""
     branch = b.value
@@ -609,21 +583,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     first_ok = False
     reseeded = False
     coarse_nm = False  # nm is the coarse pre-solve's (not a neighbour's along a curve)
-    x_coarse = None  # its fixed point, for the memo
     if nm is None and prec.coarse_log2 and prec.replicas > 1:
         x, nm, n_coarse, reseeded = _coarse_start(setting, alpha, b, prec, x, seed, kernel, pattern)
         iters += n_coarse
         coarse_nm = nm is not None
-        if memo is not None and coarse_nm:
-            hit = memo.find(x, layout.scale(x), _MEMO_RADIUS * _coarse_tol(prec))
-            if hit is not None:
-                name, fp = hit
-                memo.same_as[memo.name] = name
-                return dataclasses.replace(fp, iterations=iters, seconds=time.perf_counter() - t0,
-                                           message=(fp.message + "; " if fp.message else "")
-                                           + f"the coarse solve reached start {name}'s coarse fixed point: its result")
-            x_coarse = x.copy()
-    local = _CoarseMemo()  # (the contraction certificate where no start set shares one)
+    certificates = certificates if certificates is not None else {}
     rep = -1
     while True:
         rep += 1
@@ -663,7 +627,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             sol = anderson(bm.step, x, tol=prec.tol, max_iter=prec.max_iter, admissible=bm.admissible,
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
-                           collapsing=_collapsing(setting, alpha, b, seed, bm, memo if memo is not None else local,
+                           collapsing=_collapsing(setting, alpha, b, seed, bm, certificates,
                                                   prec), approx=bm.approximate)
             if sol.status == Status.not_converged and sol.residual <= FRESH_RETRY_MAX:
                 # The iteration creeps along a slow direction (a free solve on the L = 3 ring): Newton from its last
@@ -773,8 +737,6 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         warnings=tuple(warnings), message=message, n_points=2**prec.log2_points * k, n_replicas=k, seconds=seconds(),
         precision=prec.name, setting=setting.to_dict(), hints=hints,
     )
-    if memo is not None and x_coarse is not None:
-        memo.seen[memo.name] = (x_coarse, fp)
     return fp
 
 
