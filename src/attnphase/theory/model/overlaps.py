@@ -129,6 +129,16 @@ class Branch(StrEnum):
         """m and theta both free (the mixed and the free branch share one layout and one map)."""
         return self in (Branch.mixed, Branch.free)
 
+    @property
+    def order_parameters(self) -> tuple[str, ...]:
+        """The overlaps that are zero off this branch (its points' order parameters): m, theta, both (mixed); none for
+        the agnostic branch and the free solve, which requires none."""
+        return {"positional": ("m",), "semantic": ("theta",), "mixed": ("m", "theta")}.get(self.value, ())
+
+
+# The order parameter of each branch that has exactly one (positional: m, semantic: theta).
+ORDER_NAME = {b.value: b.order_parameters[0] for b in Branch if len(b.order_parameters) == 1}
+
 
 def as_branch(branch: str | Branch) -> Branch:
     try:

@@ -10,7 +10,7 @@ import numpy as np
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
-from attnphase.theory.model.overlaps import Branch, Layout, Overlaps, align_signs, as_branch, canonical_gauge
+from attnphase.theory.model.overlaps import ORDER_NAME, Branch, Layout, Overlaps, align_signs, as_branch, canonical_gauge
 from attnphase.theory.model.patterns import Pattern
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.prox import LocalMinima, choose_kernel
@@ -28,7 +28,6 @@ DIVERGENCE = 1e6  # |overlap| beyond which the iterate is declared diverged
 # its last full evaluation instead of running the prox's own starts: one point in 1.6 million differs there
 # (docs/numerics.md, "Continued evaluations"; benchmarks/continued_evaluations.py).
 CONTINUE_RADIUS = 3e-3
-_ORDER_PARAMETER = {Branch.semantic: "theta", Branch.positional: "m"}  # the overlap that is zero off the branch
 
 
 class BranchMap:
@@ -234,7 +233,7 @@ class BranchMap:
 
     def _order(self, o: Overlaps) -> tuple[str, float, float] | None:
         """(name, size, collapse threshold) of the branch's order parameter (None: the branch has none)."""
-        name = _ORDER_PARAMETER.get(self.branch)
+        name = ORDER_NAME.get(self.branch)
         if name is None:
             return None
         qmax = max(float(np.linalg.eigvalsh(o.q).max()), 0.0)
@@ -245,7 +244,7 @@ class BranchMap:
         """The residual r = G(x) - x (relative, layout scale) exceeds `far` in the branch's order parameter (m on the
         positional branch, theta on the semantic one) and is at most `near` in every other coordinate; False for a
         branch without one."""
-        name = _ORDER_PARAMETER.get(self.branch)
+        name = ORDER_NAME.get(self.branch)
         if name is None:
             return False
         rel = np.abs(r) / self.layout.scale(x)

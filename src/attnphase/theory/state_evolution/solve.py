@@ -449,7 +449,7 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
         return None
     p1, p2 = path[-2:]
     ahead = 1.0 if target > p2.alpha else -1.0
-    for name in {"positional": ("m",), "mixed": ("m", "theta")}.get(p2.branch, ()):
+    for name in as_branch(p2.branch).order_parameters:
         pts = [(p.alpha, p.summary()[name], p.errors.get(name, float("nan"))) for p in (p1, p2)]
         ic = squared_zero(*pts) if all(np.isfinite(e) for _, _, e in pts) else None  # (no margin without errors)
         if ic is None:

@@ -30,7 +30,6 @@ from attnphase.theory.solvers.fixed_point import Inadmissible
 # Full coordinate vector of today's engine: (q, m, V, theta).
 ORDER_PARAMETER = {"semantic": 3, "positional": 1}
 SPECTATORS = (0, 2)  # q, V
-ORDER_NAME = {"semantic": "theta", "positional": "m"}
 
 
 def symmetric_points(log2_n: int, replica: int, seed: int, branch: str) -> np.ndarray:

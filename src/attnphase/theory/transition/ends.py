@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.model.overlaps import ORDER_NAME, Overlaps
 from attnphase.theory.solvers.continuation import (
     BranchEnd,
     EndKind,
@@ -43,7 +43,7 @@ from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition import adapter_map as bm
 from attnphase.theory.transition import linearised
-from attnphase.theory.transition.linearised import ORDER_NAME, theta_points
+from attnphase.theory.transition.linearised import theta_points
 from attnphase.theory.transition.records import Critical, spread_halfwidth
 
 # Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
@@ -173,7 +173,7 @@ def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
         return EndResult(branch, c, c, evaluations=0)
     n_eval += k
     if not s_hi < 1:
-        c = Critical.missing(name, "not in range", f"the agnostic point is unstable in {bm.ORDER_NAME[branch]} "
+        c = Critical.missing(name, "not in range", f"the agnostic point is unstable in {ORDER_NAME[branch]} "
                              f"at alpha = {alpha_hi:g} (slope {s_hi:.3g} >= 1)", "slope of the map")
         return EndResult(branch, c, c, evaluations=n_eval)
     # Bracket: step down until the slope exceeds 1 again (eight steps cover [alpha_lo, alpha_hi]); each step
@@ -190,7 +190,7 @@ def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
     br = bracket_from_above(f, alpha_lo, alpha_hi, s_hi - 1.0)
     n_eval += state["n"]
     if br is None:
-        c = Critical.missing(name, "failed", f"the slope of the {bm.ORDER_NAME[branch]} map at the agnostic point "
+        c = Critical.missing(name, "failed", f"the slope of the {ORDER_NAME[branch]} map at the agnostic point "
                              f"does not rise through 1 on [{alpha_lo:.4g}, {alpha_hi:g}]: no merge located",
                              "slope of the map")
         return EndResult(branch, c, c, evaluations=n_eval)
@@ -199,7 +199,7 @@ def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
     a0 = a_lo + (a_hi - a_lo) * f_lo / (f_lo - f_hi)
     pfs, k, msg = _pitchforks(setting, branch, 0.5 * (y + y_hi), a0, log2_p, R, seed, tol)
     n_eval += k
-    method = (f"slope of the {bm.ORDER_NAME[branch]} map at the agnostic point falls through 1 (bracketed on "
+    method = (f"slope of the {ORDER_NAME[branch]} map at the agnostic point falls through 1 (bracketed on "
               f"[{a_lo:.4g}, {a_hi:.4g}], Newton), {len(pfs)} scramblings; the branch is not followed from it, so "
               f"a fold right above the pitchfork (subcritical merge) is not excluded")
     alphas = [pf.p for pf in pfs]
@@ -210,7 +210,7 @@ def merge_end(setting: Setting, branch: str, alpha_lo: float, alpha_hi: float,
     a_p = float(np.mean(alphas))
     half = spread_halfwidth(alphas) + 10 * tol
     c = Critical(name, a_p, a_p - half, a_p + half, "pitchfork", method)
-    return EndResult(branch, c, c, per_scrambling=alphas, evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
+    return EndResult(branch, c, c, per_scrambling=alphas, evaluations=n_eval, order_name=ORDER_NAME[branch])
 
 
 def _pitchfork_end(name: str, pitch: Critical, alpha_min: float, alpha_max: float, note: str,
@@ -257,11 +257,11 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     alphas = [pf.p for pf in pfs]
     a_p = float(np.mean(alphas))
     half = spread_halfwidth(alphas) + 10 * tol
-    method = f"slope of the {bm.ORDER_NAME[branch]} map at the agnostic point = 1 (Newton), {len(pfs)} scramblings"
+    method = f"slope of the {ORDER_NAME[branch]} map at the agnostic point = 1 (Newton), {len(pfs)} scramblings"
     pitch = Critical(f"{branch}_pitchfork", a_p, a_p - half, a_p + half, "pitchfork", method)
     if not follow:
         return EndResult(branch, pitch, pitch, per_scrambling=alphas, evaluations=n_eval,
-                         order_name=bm.ORDER_NAME[branch])
+                         order_name=ORDER_NAME[branch])
 
     # --- the branch from the pitchfork (first scrambling): pitchfork or fold?
     pf0 = pfs[0]
@@ -305,7 +305,7 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
                                   "supercritical (branch followed by pseudo-arclength continuation)",
                                   no_turn if branch == "positional" or end.kind == EndKind.none else None)
         return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
-                         order_name=bm.ORDER_NAME[branch])
+                         order_name=ORDER_NAME[branch])
     # A fold: refine per scrambling on the first scrambling's path.  A turn that most scramblings do not
     # confirm, or that does not lie clearly below the pitchfork, is a wiggle of the integration noise (the
     # desingularised equation G_t / t is noisiest next to the pitchfork): the end is then the pitchfork.
@@ -327,7 +327,7 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
         crit = _pitchfork_end(name, pitch, alpha_min, alpha_max, note, note if branch == "positional" else None,
                               outside_note=True)
         return EndResult(branch, crit, pitch, path=path.u, per_scrambling=alphas, evaluations=n_eval,
-                         order_name=bm.ORDER_NAME[branch])
+                         order_name=ORDER_NAME[branch])
     fmethod = (f"fold of the branch followed by pseudo-arclength continuation from a subcritical pitchfork at "
                f"alpha = {a_p:.4g}; parabola vertex refined per scrambling ({len(folds)} of {R})")
     if not alpha_min <= a_f <= alpha_max:
@@ -336,7 +336,7 @@ def branch_end(setting: Setting, branch: str, alpha_min: float, alpha_max: float
     else:
         crit = Critical(name, a_f, a_f - half_f, a_f + half_f, "fold", fmethod)
     return EndResult(branch, crit, pitch, path=path.u, unstable=end.unstable, per_scrambling=folds,
-                     evaluations=n_eval, order_name=bm.ORDER_NAME[branch])
+                     evaluations=n_eval, order_name=ORDER_NAME[branch])
 
 
 @dataclass

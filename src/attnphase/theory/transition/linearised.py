@@ -212,7 +212,6 @@ def stable_on_grid(setting: Setting, branch: str, grid: list[float], seed: int =
     return GridScan(branch, seed, tuple(grid), tuple(out), crossed, n_eval)
 
 
-ORDER_NAME = {"semantic": "theta", "positional": "m"}  # each branch's order parameter, as its points report it
 
 
 def theta_points(points: list, order: str = "theta") -> list[tuple[float, float, float]]:

@@ -19,11 +19,10 @@ from typing import Protocol
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.model.overlaps import ORDER_NAME, Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
 from attnphase.theory.transition.linearised import (
-    ORDER_NAME,
     Instability,
     classify_end,
     instability,
