@@ -212,8 +212,6 @@ def stable_on_grid(setting: Setting, branch: str, grid: list[float], seed: int =
     return GridScan(branch, seed, tuple(grid), tuple(out), crossed, n_eval)
 
 
-
-
 def theta_points(points: list, order: str = "theta") -> list[tuple[float, float, float]]:
     """(alpha, theta, its standard error) of the valid fixed points among points: order_squared_intercept's input.
     order "m": the positional branch's order parameter (rms m) instead."""
