@@ -27,6 +27,9 @@ class NoteCode(StrEnum):
     not_stationary = "not_stationary"  # an ODE trajectory was still moving at its last time
     integration = "integration"  # an ODE integration stopped early (solver failure, divergence, inadmissible)
     branch_end = "branch_end"  # a branch followed along alpha ends before the alpha asked (where: the message)
+    # the iteration ended on a 2-cycle: the map sends the point to its mirror image (a student direction flipped),
+    # which the rotation gauge's sign rule makes look fixed; not a fixed point (status not_converged)
+    mirror_cycle = "mirror_cycle"
     # global: some branch gave no verdict (not converged, ran away, left the map's domain), so the minimum reported is
     # the lowest of the others only (which branch, and its last iterate's training loss: the message)
     unresolved = "unresolved"

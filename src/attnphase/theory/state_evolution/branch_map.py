@@ -10,7 +10,16 @@ import numpy as np
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
-from attnphase.theory.model.overlaps import ORDER_NAME, Branch, Layout, Overlaps, align_signs, as_branch, canonical_gauge
+from attnphase.theory.model.overlaps import (
+    ORDER_NAME,
+    Branch,
+    Layout,
+    Overlaps,
+    align_signs,
+    aligning_signs,
+    as_branch,
+    canonical_gauge,
+)
 from attnphase.theory.model.patterns import Pattern
 from attnphase.theory.model.prior import update_overlaps
 from attnphase.theory.prox import LocalMinima, choose_kernel
@@ -202,6 +211,17 @@ class BranchMap:
                 # two signs into a false collapse (rules table); flipping a direction is exact: the input's signs kept.
                 new = align_signs(new, self.layout.unpack(x))
         return self.layout.pack(new)
+
+    def reversed_directions(self, gx: np.ndarray, out: ChannelOutput) -> list[int]:
+        """The student directions that the map itself (before the gauge) points the opposite way to its image gx in
+        the gauge, for a channel output `out` at a point x with gx = image(out, x) ~ x: there the map sends x to its
+        mirror image (G(x) = S x, S the flip of those directions, a symmetry), a 2-cycle of the iteration that the
+        gauge's sign rule makes look fixed, not a fixed point of the equations (its energy is not the training loss:
+        docs/numerics.md, "Mirror cycles").  Empty without the gauge (nothing is flipped there)."""
+        if not self.gauge:
+            return []
+        raw = update_overlaps(self.setting, out.hats).as_untied(self.setting.untied)
+        return [int(j) for j in np.flatnonzero(aligning_signs(raw, self.layout.unpack(gx)) < 0)]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.step(x)[0]

@@ -661,6 +661,13 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         except Inadmissible as exc:
             status, message = Status.inadmissible, str(exc)
             break
+        flipped = bm.reversed_directions(sol.x, sol.aux) if sol.status == Status.ok else []
+        if flipped:
+            # A mirror cycle (G(x) = S x): no fixed point here, however small the gauged residual (docs/numerics.md).
+            status = Status.not_converged
+            message = (f"the map sends this point to its mirror image (student direction(s) {flipped} flipped): a "
+                       "2-cycle of the iteration, not a fixed point")
+            warnings.append(Note(NoteCode.mirror_cycle, message))
         # Each scrambling's representative pointing the first one's way (their mean is then that of one solution),
         # its conjugates rotated alike; not on a linear pattern, whose points fix the rotation already.
         R, Rs = gauge_rotation(o) if bm.layout.lin is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
