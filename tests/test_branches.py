@@ -172,14 +172,13 @@ def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
 
 @pytest.mark.slow
 def test_rank2_teacher_positional_point_at_large_alpha_is_the_continued_branch_not_the_far_point():
-    """r* = 2, alpha 10 (fast): every start reaches the far point (q ~ 9.1, train loss ~ 0.50) or leaves the domain;
-    the branch continued from below (q 0.044, train loss 0.0495, below the agnostic point's 0.0566) is the answer,
-    the same as inside a curve from alpha 5, and the far point is still listed among the starts."""
+    """r* = 2, alpha 10 (fast): every start reaches the far point (q ~ 9.1, a mirror cycle, not a fixed point:
+    tests/test_mirror_cycle.py) or leaves the domain; the branch continued from below (q 0.044, train loss 0.0495,
+    below the agnostic point's 0.0566) is the answer, the same as inside a curve from alpha 5."""
     s = Setting(omega=0.3, r_star=2)
     p = solve(s, 10.0, "positional", "fast")
     assert p.valid and p.q[0, 0] < 0.1 and p.train_loss < 0.06
-    far = [st for st in p.starts if st.status == Status.ok and st.name != "ladder"]
-    assert far and all(st.train_loss > 5 * p.train_loss for st in far)
+    assert not any(st.status == Status.ok for st in p.starts if st.name != "ladder")
     assert p.starts[-1].name == "ladder"
     same_point(p, at(solve_curve(s, [5.0, 7.0, 10.0], "positional", "fast"), 10.0))
 
@@ -188,19 +187,17 @@ def test_rank2_teacher_positional_point_at_large_alpha_is_the_continued_branch_n
 def test_the_continued_branch_does_not_jump_to_the_far_point_on_the_way():
     """r* = 2, alpha 8 (fast): the path from alpha 0.5 in steps of x1.5 had one step (2.44 -> 3.62) land on the far
     point (q 0.073 -> 5.1) and went on from there, so the single point at 8 was the far point (train loss 0.377) and so
-    was a curve starting at 8.  A step that moves q or V by more than a factor JUMP is halved like a failed one: the
-    answer is the continued branch, held against the branch followed from alpha 10's continued point downward (two
-    short steps, 10 -> 9 -> 8, from the single point at 10)."""
-    from attnphase.theory.state_evolution.solve import JUMP
-
+    was a curve starting at 8.  The far point is a mirror cycle (tests/test_mirror_cycle.py), so such a step is a
+    failed one, halved: the answer is the continued branch, held against the branch followed from alpha 10's
+    continued point downward (two short steps, 10 -> 9 -> 8, from the single point at 10)."""
     s = Setting(omega=0.3, r_star=2)
     p = solve(s, 8.0, "positional", "fast")
     assert p.valid and p.q[0, 0] < 0.1, p
     top = solve(s, 10.0, "positional", "fast")
     down = solve(s, 8.0, "positional", "fast", init=solve(s, 9.0, "positional", "fast", init=top))
-    assert down.valid and abs(np.log(down.q[0, 0] / top.q[0, 0])) < np.log(JUMP)
+    assert down.valid and down.q[0, 0] < 0.1
     same_point(p, down)
-    assert p.train_loss < min(st.train_loss for st in p.starts if st.status == Status.ok and st.name != "ladder") / 5
+    assert not any(st.status == Status.ok for st in p.starts if st.name != "ladder")
     same_point(p, at(solve_curve(s, [8.0, 10.0], "positional", "fast"), 8.0))
 
 

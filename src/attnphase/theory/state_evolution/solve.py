@@ -167,11 +167,6 @@ _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate i
 _LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
 
 
-def is_study_shape(setting: Setting) -> bool:
-    """L = 2, r = r* = 1, tied: every branch has one fixed point (measured), the first valid start is kept."""
-    return setting.L == 2 and setting.r == 1 and setting.r_star == 1 and not setting.untied
-
-
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
           multistart: bool | None = None, ladder: bool = True) -> FixedPoint:
@@ -181,19 +176,18 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     start) or "global" (results.global_minimum over every branch the setting has, results.branches_for, of those
     that can be the minimum: solve_screened).
 
-    Without init the answer does not depend on the caller knowing about starts (multistart None, the default):
-    the branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them
-    the structured starts, the mixed start, the tied solution lifted for an untied student; starts.named_starts)
-    and the valid one with the lowest training loss is kept; in the study shape (L = 2, r = r* = 1, tied),
-    semantic and agnostic branches and the untied student the first valid one (one fixed point per branch
-    measured there).  Where no start gives a valid positional or agnostic point (L = 2), it is continued internally
-    from alpha = LADDER_FROM (the mixed branch from 1), and for a teacher of rank r* >= 2 the positional branch is
-    continued so always, the lower of it and the starts' points kept (LADDER_BASE).  Which starts ran and what each
-    gave: FixedPoint.starts (empty where the first one sufficed).  The positional branch of a setting every token
-    permutation leaves unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed
-    with the pattern ("1:2 default"), the lowest kept, and so is the mixed branch (every column of m in one pattern's
-    subspace) beside its free solve; at rank L - 1 the positional branch also on the equivariant pattern and the
-    mixed one on the stabiliser pattern; with init in a pattern's subspace, in that subspace.
+    Without init the answer does not depend on the caller knowing about starts (multistart None, the default): the
+    branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them the
+    structured starts, the mixed start, the tied solution lifted for an untied student; starts.named_starts) and the
+    first valid one is kept (one fixed point per branch measured), the lowest training loss on the mixed branch and on
+    the positional branch at L > 2 without token patterns (_first_valid).  Where no start gives a valid positional or
+    agnostic point (L = 2), it is continued internally from alpha = LADDER_FROM (the mixed branch from 1:
+    LADDER_BASE).  Which starts ran and what each gave: FixedPoint.starts (empty where the first one sufficed).  The
+    positional branch of a setting every token permutation leaves unchanged (model.patterns) is solved so in each
+    token pattern's subspace, start names prefixed with the pattern ("1:2 default"), the lowest kept, and so is the
+    mixed branch (every column of m in one pattern's subspace) beside its free solve; at rank L - 1 the positional
+    branch also on the equivariant pattern and the mixed one on the stabiliser pattern; with init in a pattern's
+    subspace, in that subspace.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
@@ -265,14 +259,14 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
 
 def _first_valid(setting: Setting, branch: str) -> bool:
     """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
-    everywhere but the tied student's positional branch outside the study shape (far points from the default start
-    at r* >= 2 and r >= 2, a ring of minima at L > 2 without token patterns: docs/numerics.md, rules table) and the
-    mixed branch."""
+    everywhere but the tied student's positional branch at L > 2 without token patterns (a ring of minima:
+    docs/numerics.md, rules table) and the mixed branch.  (The far points of r* >= 2 and r >= 2 at L = 2 were mirror
+    cycles, not fixed points: docs/numerics.md, "Mirror cycles".)"""
     if branch == MIXED:
         return False
-    if branch == "positional" and not setting.untied:
+    if branch == "positional" and not setting.untied and setting.L > 2:
         # (with token patterns each pattern is one branch, not a ring: its first valid start, as at L = 2)
-        return is_study_shape(setting) or (exchangeable(setting) and setting.r_star == 1)
+        return exchangeable(setting) and setting.r_star == 1
     return True
 
 
@@ -324,12 +318,10 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             tried.append((name, fp))
             if fp.valid and first:
                 break
-    # (L = 2 only.)  For r* >= 2 the positional branch's ladder runs even beside a valid start, the lower point kept:
-    # the starts reach only the far point there (docs/numerics.md, "Measured cases behind solve.py": ladder).
+    # (L = 2 only.)
     a0 = LADDER_BASE.get(branch)
-    several = branch == "positional" and setting.r_star > 1 and not setting.untied
-    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and (several or not any(
-            p is not None and p.valid for _, p in tried)):
+    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
+            p is not None and p.valid for _, p in tried):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
     best = _best_of(tried)
     ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
@@ -385,9 +377,8 @@ def _polish_start(rough: FixedPoint) -> FixedPoint:
 def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None,
           branch: str, a0: float) -> FixedPoint:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
-    its Jacobian and scramblings' fixed points: the path of a curve; a failed step, or one that lands on another
-    fixed point (_left_the_path), is halved, LADDER_HALVINGS times in all), from base (a valid point of the branch)
-    or, without one, from the branch's start set at a0."""
+    its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved, LADDER_HALVINGS times in
+    all), from base (a valid point of the branch) or, without one, from the branch's start set at a0."""
     a0 = base.alpha if base is not None else a0
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
@@ -397,16 +388,14 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     seconds, iters = (0.0, 0) if base is not None else (prev.seconds, prev.iterations)
     pending = [float(a) for a in grid[1:]]
     halvings = 0
-    why = ""
     path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
         nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
-        jumped = nxt.valid and _left_the_path(prev, nxt)
         # The path's end is read from its own points whatever the step's verdict: a "valid" step past the order
         # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
         end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
-        if nxt.valid and not jumped and end is None:
+        if nxt.valid and end is None:
             prev = nxt
             path.append(nxt)
             pending.pop(0)
@@ -418,19 +407,15 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
             return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
                                        iterations=iters, warnings=prev.warnings + (Note(NoteCode.branch_end, msg),))
         if halvings < LADDER_HALVINGS:
-            # A step the branch changes too much over, or where the map is rough: once more over half the step
-            # (geometric mean), at most LADDER_HALVINGS times (docs/numerics.md, "Measured cases": ladder).
+            # A step where the map is rough: once more over half the step (geometric mean), at most LADDER_HALVINGS
+            # times (docs/numerics.md, "Measured cases": ladder).
             pending.insert(0, float(np.sqrt(prev.alpha * pending[0])))
             halvings += 1
-        elif not jumped:
-            prev = nxt
         else:
-            # (prev: the last point on the path, reported below as where the path ends)
-            why = f"the next step, to alpha = {nxt.alpha:g}, reached another fixed point"
-            break
+            prev = nxt
     if not prev.valid or prev.alpha != alpha:
         msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
-               f"({why or prev.status.value})")
+               f"({prev.status.value})")
         st = prev.status if prev.status != Status.ok else Status.not_converged
         return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters)
     return dataclasses.replace(prev, seconds=seconds, iterations=iters)
@@ -462,18 +447,6 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
             return (f"its squared {name} falls linearly to zero at alpha = {x0:.4g} +- {err:.2g} (through its points "
                     f"at {p1.alpha:.4g} and {p2.alpha:.4g}): it merges there into another fixed point")
     return None
-
-
-# A step of the path that moves q or V by more than this factor has left the branch for another fixed point: it is
-# halved like a failed step (the paths measured move them by at most 25% per step: "Measured cases": ladder).
-JUMP = 2.0
-
-
-def _left_the_path(prev: FixedPoint, nxt: FixedPoint) -> bool:
-    """nxt (continued from prev) is a different fixed point, not the branch's next point: q or V (their scalar
-    summaries) changed by more than a factor JUMP."""
-    a, b = prev.summary(), nxt.summary()
-    return any(not (b[k] > 0 and a[k] > 0 and abs(np.log(b[k] / a[k])) <= np.log(JUMP)) for k in ("q", "V"))
 
 
 def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:

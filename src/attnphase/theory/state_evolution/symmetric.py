@@ -80,9 +80,9 @@ def base_point(setting: Setting, alpha: float, base: str, points: np.ndarray, st
         sol = anderson(bm.step, bm.pack(o), tol=tol, max_iter=200, admissible=bm.admissible,
                        collapsed=bm.collapsed, diverged=bm.diverged, scale=bm.layout.scale,
                        accept=max(tol, AGNOSTIC_ACCEPT), approx=bm.approximate)
-        if sol.status == Status.ok:
+        if sol.status == Status.ok and not bm.reversed_directions(sol.x, sol.aux):
             return bm.unpack(sol.x), bm.minima
-        message = sol.message
+        message = sol.message if sol.status != Status.ok else "a mirror cycle, not a fixed point (docs/numerics.md)"
     raise Inadmissible(f"{b.value} point not found at alpha = {alpha:g}: {message}")
 
 
