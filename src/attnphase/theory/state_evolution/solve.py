@@ -318,7 +318,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             tried.append((name, fp))
             if fp.valid and first:
                 break
-    # (L = 2 only.)
+    # The ladder where no start gives a valid point (L = 2 only).
     a0 = LADDER_BASE.get(branch)
     if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
             p is not None and p.valid for _, p in tried):
@@ -641,6 +641,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
             message = (f"the map sends this point to its mirror image (student direction(s) {flipped} flipped): a "
                        "2-cycle of the iteration, not a fixed point")
             warnings.append(Note(NoteCode.mirror_cycle, message))
+            first_ok = first_ok and rep > 0
         # Each scrambling's representative pointing the first one's way (their mean is then that of one solution),
         # its conjugates rotated alike; not on a linear pattern, whose points fix the rotation already.
         R, Rs = gauge_rotation(o) if bm.layout.lin is None else (np.eye(o.q.shape[0]), np.eye(o.theta.shape[1]))
