@@ -78,7 +78,7 @@ def test_scaled_start_follows_alpha_and_the_ridge():
     assert scaled_start(Setting(sigma=1.0), 3.0, "semantic").V[0, 0] == pytest.approx(100.0 / 4)
     names = [n for n, _ in named_starts(Setting(L=3, A="0.5,0.3,0.2;0.3,0.4,0.3;0.2,0.3,0.5"), "positional", 1.5)]
     assert names == ["scaled", "wide_m", "pattern"]
-    # (token patterns replace the ring's starts; r* = 2 keeps wide_m for its far point)
+    # (token patterns replace the ring's starts; r* = 2 keeps wide_m, written for its far point, a mirror cycle)
     assert [n for n, _ in named_starts(Setting(L=3), "positional", 1.5)] == ["scaled"]
     assert [n for n, _ in named_starts(Setting(L=3, r_star=2), "positional", 1.5)] == ["scaled", "wide_m"]
     # mixed start for r > 2 and r* = 2 (column 0 semantic, column 1 positional, the rest small).

@@ -4,7 +4,7 @@ Where the map has a rotation gauge (rank >= 2, a rank-2 teacher, the untied stud
 sign per student direction (BranchMap.image), so a point that the map sends to its mirror image (one direction
 flipped: G(x) = S x, a 2-cycle of the iteration) looked fixed.  At r = 2, omega = 0 such a point was reported as the
 mixed branch from alpha 2.15 (default precision) with a training loss of 0.0017, less than half of what training
-reaches (0.0037-0.0040 at d = 300-1200, docs/numerics.md, "Mirror cycles").  Held here against two checks that do
+reaches (0.0037-0.0040 at d = 600 and 1200, docs/numerics.md, "Mirror cycles").  Held here against two checks that do
 not go through the solver: the raw map's image (the sign of m), and the energy identity of a fixed point: the free
 energy's training loss equals the data term plus the ridge term, the data term being alpha E[Moreau value] minus
 tr(V qhat) / 2 (qhat = alpha E[f f^T], f = V^-1 (h - omega))."""
@@ -85,7 +85,7 @@ def test_solved_points_satisfy_the_energy_identity(setting, alpha, branch):
 @pytest.mark.slow
 def test_rank2_omega0_mixed_point_is_the_one_training_reaches():
     """r = 2, omega = 0, alpha 2.2, default precision: the mixed point, not the mirror cycle, against L-BFGS at
-    d = 600 and 1200 (six seeds, every start: train loss 0.0037-0.0040, m 0.114-0.126, theta 0.170-0.183)."""
+    d = 600 and 1200 (six seeds, every start: train loss 0.0037-0.0040, m 0.114-0.126, theta 0.170-0.184)."""
     fp = solve(RANK2_OMEGA0, 2.2, "mixed")
     assert fp.valid, fp.message
     s = fp.summary()
