@@ -1,6 +1,6 @@
 """Mirror cycles against finite-d training (docs/numerics.md, "Mirror cycles").
 
-r = 2, omega = 0: the mixed point and the semantic point at each alpha (the theory, default precision), with the
+r = 2, omega = 0: the mixed point and the semantic point at one alpha (the theory, default precision), with the
 energy identity of a fixed point (free energy's training loss against data term + ridge term, on 2^14 fresh points),
 and L-BFGS training at finite d from the positional, semantic and random starts.  A point that is a fixed point of the
 equations satisfies the identity; training should end near the lowest such point.

@@ -45,7 +45,8 @@ def test_the_raw_map_mirrors_the_reported_point():
     """The raw map (no gauge) sends the point's m to -m and keeps theta: the image is its mirror image; at the
     mixed fixed point it keeps m."""
     for o, sign in ((MIRROR, -1.0), (FIXED, 1.0)):
-        out = update_hatoverlaps(RANK2_OMEGA0, 2.2 if o is MIRROR else 2.1, o, gaussian_sobol(14, 8, 3), Branch.mixed)
+        points = gaussian_sobol(14, points_dim(RANK2_OMEGA0), 3)
+        out = update_hatoverlaps(RANK2_OMEGA0, 2.2 if o is MIRROR else 2.1, o, points, Branch.mixed)
         new = update_overlaps(RANK2_OMEGA0, out.hats)
         assert new.m[:, 0] == pytest.approx(sign * o.m[:, 0], rel=0.02)
         assert new.theta[1, 0] == pytest.approx(o.theta[1, 0], rel=0.02)
