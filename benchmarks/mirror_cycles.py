@@ -19,7 +19,7 @@ from attnphase.experiments.simulation.experiment import simulate
 from attnphase.setting import Setting
 from attnphase.theory.model.channel import points_dim, update_hatoverlaps
 from attnphase.theory.model.overlaps import Branch
-from attnphase.theory.model.prior import train_loss, update_overlaps
+from attnphase.theory.model.prior import loss_terms, train_loss, update_overlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.state_evolution.solve import solve
 
@@ -30,7 +30,7 @@ def identity(setting: Setting, alpha: float, fp) -> tuple[float, float, float]:
     out = update_hatoverlaps(setting, alpha, o, gaussian_sobol(14, points_dim(setting), 7), Branch(fp.branch))
     h = out.hats
     formula = train_loss(setting, alpha, o, h, out.moreau)
-    direct = alpha * out.moreau - 0.5 * np.trace(o.V @ h.qhat) + setting.lam * np.trace(o.q) / (2 * setting.sigma**2)
+    direct = loss_terms(setting, alpha, o, h, out.moreau)
     j = int(np.argmax(np.linalg.norm(o.m, axis=0)))
     new = update_overlaps(setting, h)
     ratio = float(new.m[0, j] / o.m[0, j]) if abs(o.m[0, j]) > 0 else float("nan")

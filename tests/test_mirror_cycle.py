@@ -17,7 +17,7 @@ import pytest
 from attnphase.setting import Setting
 from attnphase.theory.model.channel import points_dim, update_hatoverlaps
 from attnphase.theory.model.overlaps import Branch, Overlaps
-from attnphase.theory.model.prior import train_loss, update_overlaps
+from attnphase.theory.model.prior import loss_terms, train_loss, update_overlaps
 from attnphase.theory.model.quadrature import gaussian_sobol
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.solve import solve
@@ -36,9 +36,7 @@ def _energies(setting: Setting, alpha: float, o: Overlaps, branch: Branch, seed:
     """(the free energy's training loss, data term + ridge term) at o, on 2^14 fresh points."""
     out = update_hatoverlaps(setting, alpha, o, gaussian_sobol(14, points_dim(setting), seed), branch)
     h = out.hats
-    formula = train_loss(setting, alpha, o, h, out.moreau)
-    direct = alpha * out.moreau - 0.5 * np.trace(o.V @ h.qhat) + setting.lam * np.trace(o.q) / (2 * setting.sigma**2)
-    return float(formula), float(direct)
+    return float(train_loss(setting, alpha, o, h, out.moreau)), loss_terms(setting, alpha, o, h, out.moreau)
 
 
 def test_the_raw_map_mirrors_the_reported_point():

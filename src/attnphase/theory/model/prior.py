@@ -68,3 +68,11 @@ def train_loss(setting: Setting, alpha: float, o: Overlaps, h: HatOverlaps, more
     """The training loss (energy per dimension) at a fixed point: -Phi = -(prior_energy - alpha E[Moreau envelope]),
     with ``moreau`` the channel's E[min_h ...] (channel.update_hatoverlaps returns it)."""
     return -(prior_energy(setting, o, h) - alpha * moreau)
+
+
+def loss_terms(setting: Setting, alpha: float, o: Overlaps, h: HatOverlaps, moreau: float) -> float:
+    """The training loss as its two terms, data + ridge: alpha E[loss at the prox] = alpha E[Moreau] - tr(V qhat) / 2
+    (qhat = alpha E[f f^T], f = V^-1 (h - omega)) plus lambda tr q / (2 sigma^2).  Equal to train_loss at a fixed
+    point of the equations, not elsewhere: an independent check of a reported point (docs/numerics.md, "Mirror
+    cycles")."""
+    return float(alpha * moreau - 0.5 * np.trace(o.V @ h.qhat) + setting.lam * np.trace(o.q) / (2 * setting.sigma**2))
