@@ -78,9 +78,11 @@ def test_scaled_start_follows_alpha_and_the_ridge():
     assert scaled_start(Setting(sigma=1.0), 3.0, "semantic").V[0, 0] == pytest.approx(100.0 / 4)
     names = [n for n, _ in named_starts(Setting(L=3, A="0.5,0.3,0.2;0.3,0.4,0.3;0.2,0.3,0.5"), "positional", 1.5)]
     assert names == ["scaled", "wide_m", "pattern"]
-    # (token patterns replace the ring's starts; r* = 2 keeps wide_m, written for its far point, a mirror cycle)
+    # (token patterns replace the ring's starts, for a rank-2 teacher too)
     assert [n for n, _ in named_starts(Setting(L=3), "positional", 1.5)] == ["scaled"]
-    assert [n for n, _ in named_starts(Setting(L=3, r_star=2), "positional", 1.5)] == ["scaled", "wide_m"]
+    assert [n for n, _ in named_starts(Setting(L=3, r_star=2), "positional", 1.5)] == ["scaled"]
+    # (r* = 2 at L = 2: wide_m was for the far point, a mirror cycle; where scaled fails the ladder gives the branch)
+    assert [n for n, _ in named_starts(Setting(r_star=2), "positional", 3.0)] == ["scaled"]
     # mixed start for r > 2 and r* = 2 (column 0 semantic, column 1 positional, the rest small).
     o = mixed_start_from(None, None, Setting(r=3, r_star=2))
     assert o.dims == (2, 3, 2) and np.all(o.m[:, 0] == 0) and np.all(o.theta[1:] == 0) and o.theta[0, 0] > 0

@@ -126,13 +126,12 @@ def scaled_start(setting: Setting, alpha: float, branch: str | Branch) -> Overla
 
 def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> list[tuple[str, Overlaps]]:
     """(name, overlaps) of the starts besides the default one that need no solve: "scaled" (scaled_start; only
-    with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch of
-    r* >= 2 or L > 2 "wide_m" (q 0.08, twice the default m; for r* = 2 the default start reaches a far positional
-    point, m 2.83, which simulations never reach, this one the near one, m 0.329, alpha 1.5; for r >= 2 at L = 2,
-    r* = 1 it never converged where the default and scaled starts did: alpha 1.5, 2, 3) and for L > 2 "pattern"
-    (one token against the others through G, rms 0.2: with permutation-symmetric A and G the positional minima form
-    a shallow ring and the default start drifts along it); at L > 2 only without token patterns (model.patterns:
-    the branch is then solved in each pattern's subspace, where no ring is left), wide_m for r* >= 2 still."""
+    with alpha, for the semantic and agnostic branches only above SCALED_FROM), and for the positional branch at
+    L > 2 without token patterns (model.patterns: with them the branch is solved in each pattern's subspace, where
+    no ring is left) "wide_m" (q 0.08, twice the default m) and "pattern" (one token against the others through G,
+    rms 0.2): with nearly permutation-symmetric A and G the positional minima form a shallow ring, the default start
+    drifts along it, and the lowest of the starts' points is kept (docs/numerics.md, "wide_m").  (For r* >= 2,
+    wide_m was there for a far point that was a mirror cycle.)"""
     b = as_branch(branch)
     out: list[tuple[str, Overlaps]] = []
     # Semantic and agnostic: only where the scaled start is not the default one within a factor 1.5 in V
@@ -143,16 +142,15 @@ def named_starts(setting: Setting, branch: str, alpha: float | None = None) -> l
     if setting.untied:
         return out
     d0 = default_start(setting, b)
-    # (at L > 2 only without token patterns: their subspaces replace the ring's starts; wide_m stays for r* >= 2)
+    # (at L > 2 only without token patterns: their subspaces replace the ring's starts)
     ring = setting.L > 2 and not exchangeable(setting)
-    if b == Branch.positional and (ring or setting.r_star > 1):
+    if b == Branch.positional and ring:
         out.append(("wide_m", Overlaps(q=0.08 * np.eye(setting.r), m=2.0 * d0.m, V=d0.V, theta=d0.theta)))
-        if ring:
-            e = np.zeros(setting.L)
-            e[0] = 1.0
-            pattern = setting.gram @ (e - e.mean())
-            if np.any(pattern != 0):
-                m = np.zeros((setting.L, setting.r))
-                m[:, 0] = 0.2 * pattern / np.sqrt(np.mean(pattern**2))
-                out.append(("pattern", Overlaps(q=d0.q, m=m, V=d0.V, theta=d0.theta)))
+        e = np.zeros(setting.L)
+        e[0] = 1.0
+        pattern = setting.gram @ (e - e.mean())
+        if np.any(pattern != 0):
+            m = np.zeros((setting.L, setting.r))
+            m[:, 0] = 0.2 * pattern / np.sqrt(np.mean(pattern**2))
+            out.append(("pattern", Overlaps(q=d0.q, m=m, V=d0.V, theta=d0.theta)))
     return out
