@@ -33,7 +33,7 @@ def branches_for(setting: Setting) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class StartRecord:
     """One start a result was chosen from: its name (``default``, ``scaled``, ``wide_m``, ``pattern``, ``mixed``,
-    ``lifted_tied``, ``ladder``, ``continued`` ...), the status it reached and its training loss (NaN unless
+    ``ladder``, ``continued`` ...), the status it reached and its training loss (NaN unless
     valid)."""
 
     name: str

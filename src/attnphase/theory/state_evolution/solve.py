@@ -29,7 +29,6 @@ from attnphase.theory.model.overlaps import (
     as_branch,
     canonical_gauge,
     gauge_rotation,
-    lift_to_untied,
     rotate,
     rotate_hats,
 )
@@ -164,7 +163,6 @@ LADDER_RATIO = 1.5
 LADDER_HALVINGS = 8  # failed steps retried over half their length, per ladder (r = 2, fast, alpha 10: 5 needed)
 LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0, "agnostic": LADDER_FROM}
 _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate is settling, not running away
-_LIFT_CORR = 0.9  # correlation of the lifted q's blocks (overlaps.lift_to_untied's default)
 
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
@@ -178,7 +176,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
 
     Without init the answer does not depend on the caller knowing about starts (multistart None, the default): the
     branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them the
-    structured starts, the mixed start, the tied solution lifted for an untied student; starts.named_starts) and the
+    structured starts of the L > 2 ring, the mixed start; starts.named_starts) and the
     first valid one is kept (one fixed point per branch measured), the lowest training loss on the mixed branch and on
     the positional branch at L > 2 without token patterns (_first_valid).  Where no start gives a valid positional or
     agnostic point (L = 2), it is continued internally from alpha = LADDER_FROM (the mixed branch from 1:
@@ -243,17 +241,6 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
         return [("mixed", lambda: mixed_start(setting, alpha, prec, seed))]
     if not many:
         return [("default", None)]
-    if setting.untied:
-        def lifted() -> Overlaps | None:
-            tied = solve(setting.replace(student="tied"), alpha, branch, prec, seed=seed, kernel=kernel)
-            if not tied.valid:
-                return None
-            o = lift_to_untied(tied.overlaps, corr=_LIFT_CORR)
-            # theta = [theta; theta] against q's correlated blocks has theta^T q^-1 theta = 2 / (1 + c) times the
-            # tied one's: scaled back, so that a tied semantic point near the admissible edge lifts inside it.
-            return dataclasses.replace(o, theta=o.theta * np.sqrt((1 + _LIFT_CORR) / 2))
-        # The tied solution lifted first: the untied default start reaches a far positional point (docs/untied.md).
-        return [("lifted_tied", lifted), ("default", None)] + named_starts(setting, branch, alpha)
     return [("default", None)] + named_starts(setting, branch, alpha)
 
 
