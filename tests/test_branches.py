@@ -354,6 +354,19 @@ def test_rank2_teacher_agnostic_point_at_default_precision():
     assert d.overlaps.V[0, 0] == pytest.approx(23.43, rel=3e-3)
 
 
+def test_agnostic_point_at_three_tokens_where_no_start_is_admissible():
+    """L = 3, r* = 2, alpha 1.5 (`fast`): the default start leaves the map's domain, and the scaled one is tried
+    only above alpha 1.5, so `all` listed no agnostic point (nor at 1.3, 5 and 10).  The branch continued from
+    alpha 0.5 (the internal continuation, now at every L for the agnostic branch, which has no ring of minima) is
+    the point; held against the scaled start's solve (another start, no path) and a curve through 1.5."""
+    s = Setting(L=3, r_star=2, positions="simplex")
+    single = solve(s, 1.5, "agnostic", "fast")
+    assert single.valid, single.message
+    assert [(r.name, r.status) for r in single.starts] == [("default", Status.inadmissible), ("ladder", Status.ok)]
+    same_point(single, solve(s, 1.5, "agnostic", "fast", init=scaled_start(s, 1.5, "agnostic")))
+    same_point(single, at(solve_curve(s, [1.0, 1.5], "agnostic", "fast"), 1.5))
+
+
 def test_a_semantic_curve_past_its_end_takes_the_single_points_verdict():
     """L = 3 simplex, fast: the semantic branch ends near alpha 0.2 (pitchfork 0.248); a curve stepping 0.227 -> 0.05
     used to continue it in halved steps towards the end (23 s) before giving the single point's verdict.  No single

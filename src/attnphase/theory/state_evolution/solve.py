@@ -178,9 +178,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them the
     structured starts of the L > 2 ring, the mixed start; starts.named_starts) and the
     first valid one is kept (one fixed point per branch measured), the lowest training loss on the mixed branch and on
-    the positional branch at L > 2 without token patterns (_first_valid).  Where no start gives a valid positional or
-    agnostic point (L = 2), it is continued internally from alpha = LADDER_FROM (the mixed branch from 1:
-    LADDER_BASE).  Which starts ran and what each gave: FixedPoint.starts (empty where the first one sufficed).  The
+    the positional branch at L > 2 without token patterns (_first_valid).  Where no start gives a valid point, the
+    positional branch at L = 2 and the agnostic one at every L are continued internally from alpha = LADDER_FROM
+    (the mixed branch at L = 2 from 1: LADDER_BASE).  Which starts ran and what each gave: FixedPoint.starts (empty
+    where the first one sufficed).  The
     positional branch of a setting every token permutation leaves unchanged (model.patterns) is solved so in each
     token pattern's subspace, start names prefixed with the pattern ("1:2 default"), the lowest kept, and so is the
     mixed branch (every column of m in one pattern's subspace) beside its free solve; at rank L - 1 the positional
@@ -305,9 +306,10 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             tried.append((name, fp))
             if fp.valid and first:
                 break
-    # The ladder where no start gives a valid point (L = 2 only).
+    # The ladder where no start gives a valid point: L = 2, and the agnostic branch at every L (it has no order
+    # parameter, so no ring of positional minima to drift along: docs/numerics.md, "The agnostic branch at L > 2").
     a0 = LADDER_BASE.get(branch)
-    if ladder and a0 is not None and setting.L == 2 and alpha > a0 * LADDER_RATIO and not any(
+    if ladder and a0 is not None and (setting.L == 2 or branch == "agnostic") and alpha > a0 * LADDER_RATIO and not any(
             p is not None and p.valid for _, p in tried):
         tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
     best = _best_of(tried)
