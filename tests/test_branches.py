@@ -308,6 +308,24 @@ def test_rank2_mixed_branch_single_points_and_global():
 
 
 @pytest.mark.slow
+def test_rank2_mixed_point_where_the_path_is_born_above_its_usual_base():
+    """r = 2, omega 0.6, alpha 3 (`fast`): the mixed start collapses and the internal continuation's base at alpha 1
+    does not converge (the mixed point is born above it), so the single point was `collapsed` and `global` the
+    positional point (train loss 0.003771) where the mixed one (0.003303) is lower.  The path now starts at its first
+    alpha where the start set gives the branch; held against the default precision's point (the mixed start reaches
+    it there) and a curve from 1.3."""
+    s = Setting(r=2, omega=0.6)
+    fast = solve(s, 3.0, "mixed", "fast")
+    assert fast.valid, fast.message
+    assert [(r.name, r.status) for r in fast.starts] == [("mixed", Status.collapsed), ("ladder", Status.ok)]
+    same_point(fast, at(solve_curve(s, [1.3, 2.0, 3.0], "mixed", "fast"), 3.0))
+    ref = solve(s, 3.0, "mixed", "default")
+    assert ref.valid and not ref.starts
+    assert fast.train_loss == pytest.approx(ref.train_loss, rel=1e-3)
+    assert solve(s, 3.0, "global", "fast").branch == "mixed"
+
+
+@pytest.mark.slow
 def test_rank2_mixed_point_at_alpha_10_is_found_at_fast_precision():
     """r = 2, omega 0.3, alpha 10, fast: the mixed start runs off (m ~ 6, residual > 0.1: not converged, or out of the
     map's domain where the iteration is steered by continued evaluations; not read as a collapse) and the branch
@@ -353,6 +371,26 @@ def test_rank2_teacher_agnostic_point_at_default_precision():
     assert d.train_loss == pytest.approx(f.train_loss, rel=1e-3)
     assert d.overlaps.V[0, 0] == pytest.approx(23.43, rel=3e-3)
 
+
+
+def test_a_student_shrunk_to_zero_is_not_a_positional_point():
+    """lambda 0.1: at small alpha the only fixed point is the zero student (q -> 0), where m falls with sqrt(q) and the
+    collapse test's 1% of sqrt(q) never fires: a curve reported `ok` positional points with q 2e-14, m 2.5e-7 at
+    alpha 1-2, the agnostic point's training loss, and missed the branch there.  The collapse scale has a floor (the
+    solver's absolute resolution).  Held against L-BFGS at d = 800 (alpha 2, seeds 0-1, random and positional starts:
+    m 0.179-0.185, training loss 0.0077-0.0084) and against the agnostic point (every valid point lies below it)."""
+    s = Setting(lam=0.1)
+    curve = solve_curve(s, [0.5, 1.0, 1.3, 2.0], "positional", "fast")
+    assert not curve[0].valid
+    for p in curve:
+        if p.valid:
+            assert p.q[0, 0] > 1e-3 and p.train_loss < solve(s, p.alpha, "agnostic", "fast").train_loss
+    top = at(curve, 2.0)
+    assert top.valid and 0.17 < top.summary()["m"] < 0.19 and 0.0075 < top.train_loss < 0.0086
+    same_point(top, solve(s, 2.0, "positional", "fast"))
+    # (the single point at 1, where no start converges: its path's first valid base was the zero student)
+    one = solve(s, 1.0, "positional", "fast")
+    assert not one.valid or one.q[0, 0] > 1e-3, (one.q, one.m)
 
 def test_agnostic_point_at_three_tokens_where_no_start_is_admissible():
     """L = 3, r* = 2, alpha 1.5 (`fast`): the default start leaves the map's domain, and the scaled one is tried

@@ -45,6 +45,10 @@ def _as_matrix(name: str, value: Any, legacy_pair: bool = False) -> np.ndarray:
     return arr
 
 
+SCALE_FLOOR = 1e-3  # coordinates below this are resolved absolutely (Layout.scale)
+COLLAPSE = 1e-2  # an order parameter below this fraction of its scale has decayed (order_threshold)
+
+
 @dataclass(frozen=True, eq=False)
 class Overlaps:
     """Order parameters: q, V (r x r), m (L x r), theta (r x r*).  Scalars are read as the study's case.
@@ -310,9 +314,9 @@ class Layout:
                            thetahat=thetahat)
 
     def scale(self, x: np.ndarray) -> np.ndarray:
-        """Per-coordinate size for relative residuals: max(|x|, 1e-3); an off-diagonal entry of q or V is measured
-        against its matrix's scale, sqrt(|M_aa M_bb|) (a small correlation must not set the tolerance)."""
-        out = np.maximum(np.abs(x), 1e-3)
+        """Per-coordinate size for relative residuals: max(|x|, SCALE_FLOOR); an off-diagonal entry of q or V is
+        measured against its matrix's scale, sqrt(|M_aa M_bb|) (a small correlation must not set the tolerance)."""
+        out = np.maximum(np.abs(x), SCALE_FLOOR)
         if self.r > 1 and self.lin is None:
             sq, _, sV, _ = self._slices()
             iu, ju = _triu(self.r)
@@ -323,6 +327,16 @@ class Layout:
                     if i != j:
                         out[sl.start + k] = max(out[sl.start + k], float(np.sqrt(diag[int(i)] * diag[int(j)])))
         return out
+
+
+def order_threshold(scale: float) -> float:
+    """The size below which a branch's order parameter counts as zero (collapsed onto the agnostic point): 1% of its
+    scale (sqrt of q's largest eigenvalue; times sqrt(rho) for theta), the scale never below SCALE_FLOOR, the size
+    under which the solver resolves a coordinate absolutely (Layout.scale).  The floor matters only where the student
+    itself shrinks to zero (Q -> 0, q below 1e-6), where the order parameter falls with sqrt(q) and its ratio to the
+    scale says nothing (lambda 0.1, alpha 1: q 2e-14, m 2.5e-7 was reported a positional point: docs/numerics.md,
+    "The trivial point")."""
+    return COLLAPSE * max(float(scale), SCALE_FLOOR)
 
 
 def canonical_rotation(o: Overlaps) -> tuple[np.ndarray, np.ndarray]:

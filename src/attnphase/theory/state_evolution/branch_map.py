@@ -11,6 +11,7 @@ from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
 from attnphase.theory.model.overlaps import (
+    COLLAPSE,
     ORDER_NAME,
     Branch,
     Layout,
@@ -19,6 +20,7 @@ from attnphase.theory.model.overlaps import (
     aligning_signs,
     as_branch,
     canonical_gauge,
+    order_threshold,
 )
 from attnphase.theory.model.patterns import Pattern
 from attnphase.theory.model.prior import update_overlaps
@@ -252,13 +254,14 @@ class BranchMap:
         return True
 
     def _order(self, o: Overlaps) -> tuple[str, float, float] | None:
-        """(name, size, collapse threshold) of the branch's order parameter (None: the branch has none)."""
+        """(name, size, scale) of the branch's order parameter (None: the branch has none); its collapse threshold
+        is order_threshold(scale)."""
         name = ORDER_NAME.get(self.branch)
         if name is None:
             return None
         qmax = max(float(np.linalg.eigvalsh(o.q).max()), 0.0)
         scale = np.sqrt(qmax * self.setting.rho) if name == "theta" else np.sqrt(qmax)
-        return name, summaries(o)[name], 1e-2 * scale
+        return name, summaries(o)[name], float(scale)
 
     def only_order_far(self, x: np.ndarray, r: np.ndarray, near: float, far: float) -> bool:
         """The residual r = G(x) - x (relative, layout scale) exceeds `far` in the branch's order parameter (m on the
@@ -275,16 +278,19 @@ class BranchMap:
     def collapsed(self, x: np.ndarray) -> bool:
         """The branch's order parameter has decayed to ~0 (flowing to the agnostic point)."""
         order = self._order(self.layout.unpack(x))
-        return order is not None and order[1] < order[2]
+        return order is not None and order[1] < order_threshold(order[2])
 
     def with_order(self, x: np.ndarray, level: float) -> np.ndarray | None:
-        """x with the order parameter rescaled (same direction) to ``level`` times the collapse threshold; None
-        where it is zero or not finite, or the branch has none.  (Its summary is homogeneous of degree one.)"""
+        """x with the order parameter rescaled (same direction) to ``level`` times 1% of its scale (the collapse
+        threshold without its floor, so that a student shrunk to zero is not given an order parameter its q cannot
+        carry); None where it is zero or not finite, or the branch has none.  (Its summary is homogeneous of degree
+        one.)"""
         o = self.layout.unpack(x)
         order = self._order(o)
         if order is None or not (np.isfinite(order[1]) and order[1] > 0):
             return None
-        name, size, threshold = order
+        name, size, scale = order
+        threshold = COLLAPSE * scale  # (in this order: the old threshold's rounding)
         c = level * threshold / size
         o = Overlaps(q=o.q, m=c * o.m if name == "m" else o.m, V=o.V, theta=c * o.theta if name == "theta" else o.theta,
                      untied=o.untied)

@@ -29,6 +29,7 @@ from attnphase.theory.model.overlaps import (
     as_branch,
     canonical_gauge,
     gauge_rotation,
+    order_threshold,
     rotate,
     rotate_hats,
 )
@@ -219,7 +220,7 @@ def _mixed_verdict(setting: Setting, s: dict[str, float], status: Status, messag
                    residual: float) -> tuple[Status, str]:
     """The mixed branch's points have both order parameters: a solve from the mixed start that reached a point
     without one of them (or is on its way there) found no mixed fixed point."""
-    theta_small = s["theta"] < 1e-2 * np.sqrt(s["q"] * setting.rho)
+    theta_small = s["theta"] < order_threshold(np.sqrt(s["q"] * setting.rho))
     if status == Status.not_converged and theta_small and residual <= _SETTLING:
         # Next to where the mixed point merges into the positional one theta decays too slowly to converge: no
         # mixed point, not a failed solve (not an iterate still moving far: docs/numerics.md, mixed verdict).
@@ -228,7 +229,7 @@ def _mixed_verdict(setting: Setting, s: dict[str, float], status: Status, messag
     if status == Status.ok and theta_small:
         return Status.collapsed, ("theta vanished from the mixed start: no mixed fixed point here (the free "
                                   "iteration reached a positional or agnostic point)")
-    if status == Status.ok and s["m"] < 1e-2 * np.sqrt(s["q"]):
+    if status == Status.ok and s["m"] < order_threshold(np.sqrt(s["q"])):
         return Status.collapsed, ("m vanished from the mixed start: no mixed fixed point here (the free iteration "
                                   "reached a semantic or agnostic point)")
     return status, message
@@ -372,10 +373,15 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
     grid[-1] = alpha
-    prev = base if base is not None else _solve_starts(setting, float(grid[0]), branch, prec, seed, kernel, True,
-                                                       ladder=False)
-    seconds, iters = (0.0, 0) if base is not None else (prev.seconds, prev.iterations)
     pending = [float(a) for a in grid[1:]]
+    prev, seconds, iters = base, 0.0, 0
+    while prev is None or (not prev.valid and len(pending) > 1):
+        # The path's base: its first alpha where the start set gives the branch (the mixed branch at r = 2,
+        # omega 0.6 is born above alpha 1: docs/numerics.md, "A path's base").
+        at = a0 if prev is None else pending.pop(0)
+        prev = _solve_starts(setting, at, branch, prec, seed, kernel, True, ladder=False)
+        seconds, iters = seconds + prev.seconds, iters + prev.iterations
+    a0 = prev.alpha if prev.valid else a0
     halvings = 0
     path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
@@ -677,12 +683,12 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         m_size, theta_size = min(m_size, s_raw["m"]), min(theta_size, s_raw["theta"])
         m_err = max(m_err, _vector_sem([o.m for o in raw_reps]) / np.sqrt(setting.L))
         theta_err = max(theta_err, _vector_sem([o.theta for o in raw_reps]))
-    if status == Status.ok and b == Branch.positional and m_size < max(1e-2 * np.sqrt(s_mean["q"]),
+    if status == Status.ok and b == Branch.positional and m_size < max(order_threshold(np.sqrt(s_mean["q"])),
                                                                            3 * m_err if k > 1 else 0.0):
         status, message = Status.collapsed, (f"m is zero within its error{_as_found('m', m_size, s_mean['m'], m_err)}: "
                                              "no distinct positional fixed point")
     if status == Status.ok and b == Branch.semantic and theta_size < max(
-            1e-2 * np.sqrt(s_mean["q"] * setting.rho), 3 * theta_err if k > 1 else 0.0):
+            order_threshold(np.sqrt(s_mean["q"] * setting.rho)), 3 * theta_err if k > 1 else 0.0):
         status, message = Status.collapsed, ("theta is zero within its error"
                                              f"{_as_found('theta', theta_size, s_mean['theta'], theta_err)}: "
                                              "no distinct semantic fixed point")
