@@ -454,8 +454,9 @@ def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
     averaging several solutions of one orbit: canonical_gauge's sign rule (the largest entry positive) is
     ill-conditioned where two entries of opposite sign are nearly as large (L = 3 simplex: m sums to zero, and on the
     ring of positional points at omega 0.6 the scramblings' m came out with opposite signs, averaged to half their
-    size).  Only directions that carry an order parameter in both (norm above 1% of sqrt(q_jj), the collapse
-    threshold's scale); all ones where every such direction already points ref's way."""
+    size).  Only directions that carry an order parameter in both (norm above COLLAPSE, 1%, of sqrt(q_jj): the
+    collapse threshold without its floor, as a sign needs no absolute size); all ones where every such direction
+    already points ref's way."""
     if o.untied != ref.untied or o.q.shape != ref.q.shape:
         raise InputError("aligning_signs needs two representatives of the same shape (tied or untied alike)")
 
@@ -467,8 +468,8 @@ def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
         return np.vstack([Z[:, :r], Z[:, r:]]), d[:r] + d[r:]
 
     (Z, d), (Zr, dr) = order(o), order(ref)
-    carries = (np.linalg.norm(Z, axis=0) > 1e-2 * np.sqrt(np.abs(d))) & (
-        np.linalg.norm(Zr, axis=0) > 1e-2 * np.sqrt(np.abs(dr)))
+    carries = (np.linalg.norm(Z, axis=0) > COLLAPSE * np.sqrt(np.abs(d))) & (
+        np.linalg.norm(Zr, axis=0) > COLLAPSE * np.sqrt(np.abs(dr)))
     s = np.where(carries & (np.einsum("ij,ij->j", Z, Zr) < 0), -1.0, 1.0)
     return np.concatenate([s, s]) if o.untied else s
 

@@ -177,17 +177,16 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
 
     Without init the answer does not depend on the caller knowing about starts (multistart None, the default): the
     branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them the
-    structured starts of the L > 2 ring, the mixed start; starts.named_starts) and the
-    first valid one is kept (one fixed point per branch measured), the lowest training loss on the mixed branch and on
-    the positional branch at L > 2 without token patterns (_first_valid).  Where no start gives a valid point, the
-    positional branch at L = 2 and the agnostic one at every L are continued internally from alpha = LADDER_FROM
-    (the mixed branch at L = 2 from 1: LADDER_BASE).  Which starts ran and what each gave: FixedPoint.starts (empty
-    where the first one sufficed).  The
-    positional branch of a setting every token permutation leaves unchanged (model.patterns) is solved so in each
-    token pattern's subspace, start names prefixed with the pattern ("1:2 default"), the lowest kept, and so is the
-    mixed branch (every column of m in one pattern's subspace) beside its free solve; at rank L - 1 the positional
-    branch also on the equivariant pattern and the mixed one on the stabiliser pattern; with init in a pattern's
-    subspace, in that subspace.
+    structured starts of the L > 2 ring, the mixed start; starts.named_starts) and the first valid one is kept (one
+    fixed point per branch measured), the lowest training loss where several were measured (_first_valid).  Where
+    no start gives a valid point, the positional branch at L = 2 and the agnostic one at every L are continued
+    internally from alpha = LADDER_FROM (the mixed branch at L = 2 from 1: LADDER_BASE), or from the first alpha of
+    the path after it where the start set gives the branch.  Which starts ran and what each gave: FixedPoint.starts
+    (empty where the first one sufficed).  The positional branch of a setting every token permutation leaves
+    unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed with the pattern
+    ("1:2 default"), the lowest kept, and so is the mixed branch (every column of m in one pattern's subspace) beside
+    its free solve; at rank L - 1 the positional branch also on the equivariant pattern and the mixed one on the
+    stabiliser pattern; with init in a pattern's subspace, in that subspace.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
 
@@ -248,9 +247,10 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
 
 def _first_valid(setting: Setting, branch: str) -> bool:
     """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
-    everywhere but the tied student's positional branch at L > 2 without token patterns (a ring of minima:
-    docs/numerics.md, rules table) and the mixed branch.  (The far points of r* >= 2 and r >= 2 at L = 2 were mirror
-    cycles, not fixed points: docs/numerics.md, "Mirror cycles".)"""
+    everywhere but the mixed branch and the tied student's positional branch at L > 2, unless it has token patterns
+    and a teacher of rank 1 (without patterns a ring of minima: docs/numerics.md, rules table; with them and r* >= 2
+    the lowest stays from the far points, which were mirror cycles, and was not measured again there).  (The far
+    points of r* >= 2 and r >= 2 at L = 2 were mirror cycles, not fixed points: docs/numerics.md, "Mirror cycles".)"""
     if branch == MIXED:
         return False
     if branch == "positional" and not setting.untied and setting.L > 2:
