@@ -405,6 +405,31 @@ def test_agnostic_point_at_three_tokens_where_no_start_is_admissible():
     same_point(single, at(solve_curve(s, [1.0, 1.5], "agnostic", "fast"), 1.5))
 
 
+def test_positional_point_on_a_token_pattern_that_no_start_reaches():
+    """L = 3 simplex, omega 0.6, alpha 5 (`fast`): every start on both token patterns leaves the map's domain or falls
+    to the agnostic point (m 0.007), so the single point was `collapsed`, while a curve from alpha 1 reaches the
+    positional point (m 0.257, training loss 0.0237, below the agnostic point's 0.0243).  The positional branch on a
+    token pattern is now continued internally from alpha 0.5, on its pattern (no ring there to drift along): the
+    single point is the curve's, and lies below the agnostic point."""
+    s = Setting(L=3, positions="simplex", omega=0.6)
+    single = solve(s, 5.0, "positional", "fast")
+    assert single.valid, single.message
+    same_point(single, at(solve_curve(s, [1.0, 2.0, 3.0, 5.0], "positional", "fast"), 5.0))
+    assert single.train_loss < solve(s, 5.0, "agnostic", "fast").train_loss - 5e-4
+
+
+def test_a_curve_retries_a_point_whose_later_scrambling_left_the_domain():
+    """lambda 0.1, `fast`: up to alpha 3 the agnostic point is the zero student (q ~ 1e-16).  The curve 0.2 .. 1.3
+    reached 1.3 with its first scrambling converged and a later one's chord leaving the domain (V-hat -1e5), and a
+    curve retried only after no convergence: `inadmissible` where the single point is `ok`.  Leaving the domain is
+    no verdict on the branch, so the curve retries there.  The zero student's training loss is alpha times one
+    sample's mean loss: linear in alpha through the curve's points (an independent check of the number)."""
+    s = Setting(lam=0.1)
+    curve = solve_curve(s, [0.2, 0.5, 1.0, 1.3], "agnostic", "fast")
+    same_point(at(curve, 1.3), solve(s, 1.3, "agnostic", "fast"))
+    assert at(curve, 1.3).train_loss == pytest.approx(1.3 * at(curve, 1.0).train_loss, rel=1e-5)
+
+
 def test_a_semantic_curve_past_its_end_takes_the_single_points_verdict():
     """L = 3 simplex, fast: the semantic branch ends near alpha 0.2 (pitchfork 0.248); a curve stepping 0.227 -> 0.05
     used to continue it in halved steps towards the end (23 s) before giving the single point's verdict.  No single

@@ -46,10 +46,10 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
                    ladder=not ended)
         retry: FixedPoint | None = None
         if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok
-                                                  or fp.status == Status.not_converged):
+                                                  or fp.status in (Status.not_converged, Status.inadmissible)):
             # Continuation can fail where the previous point was far: retry from the start set, not where the first
-            # scrambling converged and a later one's verdict (other than no convergence) stands (docs/numerics.md,
-            # "Measured cases behind solve.py": curves).
+            # scrambling converged and a later one's verdict stands (a collapse; running out of iterations or leaving
+            # the domain is none: docs/numerics.md, "Measured cases behind solve.py": curves).
             retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
                           ladder=not ended)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False

@@ -208,10 +208,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         o = init.overlaps if isinstance(init, FixedPoint) else init
         if not isinstance(o, Overlaps):
             raise InputTypeError("init must be Overlaps or a FixedPoint")
-        # A start on a pattern's subspace (a curve's previous point) continues that pattern's branch.
-        pattern = next((own for own in reversed(_own_patterns(setting, branch)) if own.holds(o)),
-                       _token_pattern_of(setting, branch, o))
-        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=pattern)
+        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=_pattern_at(setting, branch, o))
     return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
 
 
@@ -273,6 +270,12 @@ def _token_pattern_of(setting: Setting, branch: str, o: Overlaps) -> Pattern | N
     return Pattern("", basis, v / np.linalg.norm(v)) if basis is not None else None
 
 
+def _pattern_at(setting: Setting, branch: str, o: Overlaps) -> Pattern | None:
+    """The pattern whose branch a start on its subspace (a curve's or a path's previous point) continues."""
+    return next((own for own in reversed(_own_patterns(setting, branch)) if own.holds(o)),
+                _token_pattern_of(setting, branch, o))
+
+
 def _own_patterns(setting: Setting, branch: str) -> list[Pattern]:
     """The patterns of the student's directions a branch is solved on beside the free solve: the equivariant one
     (positional), the stabiliser one (mixed); empty where the setting has none (model.patterns)."""
@@ -307,12 +310,17 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             tried.append((name, fp))
             if fp.valid and first:
                 break
-    # The ladder where no start gives a valid point: L = 2, and the agnostic branch at every L (it has no order
-    # parameter, so no ring of positional minima to drift along: docs/numerics.md, "The agnostic branch at L > 2").
+    # The ladder where no start gives a valid point: L = 2, the agnostic branch at every L (it has no order
+    # parameter, so no ring of positional minima to drift along: docs/numerics.md, "The agnostic branch at L > 2"),
+    # and the positional branch walked on its token pattern (no ring there either: "A pattern's path").
     a0 = LADDER_BASE.get(branch)
-    if ladder and a0 is not None and (setting.L == 2 or branch == "agnostic") and alpha > a0 * LADDER_RATIO and not any(
-            p is not None and p.valid for _, p in tried):
-        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
+    on_pattern = branch == "positional" and setting.L > 2 and bool(token_patterns(setting))
+    if ladder and a0 is not None and (setting.L == 2 or branch == "agnostic" or on_pattern) and alpha > a0 * LADDER_RATIO \
+            and not any(p is not None and p.valid for _, p in tried):
+        # (on a token pattern the path starts at a0 only: a search for its base there costs more start sets than the
+        # rest of the point where the branch is absent, e.g. L = 4, 20.8 -> 49.8 s: "A pattern's path")
+        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0,
+                                        search=not on_pattern)))
     best = _best_of(tried)
     ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
     if ends and not best.valid:
@@ -326,25 +334,27 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
 
 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
-            branch: str = "positional", a0: float = LADDER_FROM) -> FixedPoint:
+            branch: str = "positional", a0: float = LADDER_FROM, search: bool = True) -> FixedPoint:
     """The branch continued to alpha (_walk): the path walked at the fast precision where prec is finer, its point at
-    alpha then solved at prec from the path's; where the fast walk gives neither (no point at alpha and no end of
-    the path before it) or the point at prec fails from there, the path walked again at prec; where the fast path
-    ends before alpha, its record (the fast precision's) says where.  The path's points only carry the
-    continuation, so their precision is the walk's (docs/numerics.md, "A path walked fast")."""
+    alpha then solved at prec from the path's; where the fast walk stood on a base but gives neither a point at alpha
+    nor an end of the path before it, or the point at prec fails from there, the path walked again at prec; where the
+    fast path ends before alpha, or has no base, its record (the fast precision's) says so.  The path's points only
+    carry the continuation, so their precision is the walk's (docs/numerics.md, "A path walked fast")."""
     walk = _walk_precision(prec)
     if walk is prec:
-        return _walk(setting, alpha, prec, seed, kernel, base, branch, a0)
-    rough = _walk(setting, alpha, walk, seed, kernel, base, branch, a0)
+        return _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search)[0]
+    rough, stood = _walk(setting, alpha, walk, seed, kernel, base, branch, a0, search)
     spent = (rough.seconds, rough.iterations)
     if rough.valid:
-        fp = _solve(setting, alpha, as_branch(branch), prec, _polish_start(rough), seed, kernel)
+        fp = _solve(setting, alpha, as_branch(branch), prec, _polish_start(rough), seed, kernel,
+                    pattern=_pattern_at(setting, branch, rough.overlaps))
         spent = (spent[0] + fp.seconds, spent[1] + fp.iterations)
         if fp.valid:
             return dataclasses.replace(fp, seconds=spent[0], iterations=spent[1])
-    elif any(n.code == NoteCode.branch_end for n in rough.warnings):
+    elif not stood or any(n.code == NoteCode.branch_end for n in rough.warnings):
+        # (no base: the start sets below alpha, again at prec, would repeat the fast ones: "A path's base")
         return rough
-    fp = _walk(setting, alpha, prec, seed, kernel, base, branch, a0)
+    fp = _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search)[0]
     return dataclasses.replace(fp, seconds=spent[0] + fp.seconds, iterations=spent[1] + fp.iterations)
 
 
@@ -364,28 +374,47 @@ def _polish_start(rough: FixedPoint) -> FixedPoint:
     return dataclasses.replace(rough, hints=dataclasses.replace(h, replica_x=h.replica_x[:1], predecessor=None))
 
 
+@functools.lru_cache(maxsize=32)
+def _base_candidate(setting: Setting, at: float, branch: str, prec: Precision, seed: int, kernel: str) -> FixedPoint:
+    """The start set's point at one alpha of a path's base search, kept: a curve's points search the same alphas."""
+    return _solve_starts(setting, at, branch, prec, seed, kernel, True, ladder=False)
+
+
 def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None,
-          branch: str, a0: float) -> FixedPoint:
+          branch: str, a0: float, search: bool = True) -> tuple[FixedPoint, bool]:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
     its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved, LADDER_HALVINGS times in
-    all), from base (a valid point of the branch) or, without one, from the branch's start set at a0."""
-    a0 = base.alpha if base is not None else a0
+    all), from base (a valid point of the branch) or, without one, from the path's base: the first of a0,
+    a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the branch's start set gives a valid point (the
+    mixed branch at r = 2, omega 0.6 is born above alpha 1: docs/numerics.md, "A path's base"; the alphas do not
+    depend on alpha, so that the points of a curve share them; search=False: a0 only).  Also whether the path had a
+    base."""
+    seconds, iters = 0.0, 0
+    k = 0
+    while base is None or not base.valid:
+        at = a0 * LADDER_RATIO**k
+        if at >= alpha or (k and not search):
+            where = f"{a0:g}" if base.alpha == a0 else f"{a0:g} .. {base.alpha:g}"
+            # (no verdict at alpha: the start sets' collapse below it says nothing of the branch there)
+            msg = f"the {branch} branch has no point from its starts at alpha = {where} to continue from"
+            o_nan, h_nan = _nan_overlaps(setting)
+            return dataclasses.replace(base, alpha=alpha, overlaps=o_nan, hats=h_nan, train_loss=np.nan,
+                                       test_error=np.nan, errors={}, status=Status.not_converged, message=msg,
+                                       seconds=seconds, iterations=iters, n_points=0, n_replicas=0,
+                                       hints=SolverHints()), False
+        base = _base_candidate(setting, at, branch, prec, seed, kernel)
+        seconds, iters, k = seconds + base.seconds, iters + base.iterations, k + 1
+    a0 = base.alpha
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
     grid[-1] = alpha
     pending = [float(a) for a in grid[1:]]
-    prev, seconds, iters = base, 0.0, 0
-    while prev is None or (not prev.valid and len(pending) > 1):
-        # The path's base: its first alpha where the start set gives the branch (the mixed branch at r = 2,
-        # omega 0.6 is born above alpha 1: docs/numerics.md, "A path's base").
-        at = a0 if prev is None else pending.pop(0)
-        prev = _solve_starts(setting, at, branch, prec, seed, kernel, True, ladder=False)
-        seconds, iters = seconds + prev.seconds, iters + prev.iterations
-    a0 = prev.alpha if prev.valid else a0
+    prev = base
     halvings = 0
     path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
-        nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel)
+        nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel,
+                     pattern=_pattern_at(setting, branch, prev.overlaps))
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         # The path's end is read from its own points whatever the step's verdict: a "valid" step past the order
         # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
@@ -400,7 +429,8 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
             # step crosses it (halvings there only meet the map's critical slowing down).
             msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
             return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
-                                       iterations=iters, warnings=prev.warnings + (Note(NoteCode.branch_end, msg),))
+                                       iterations=iters,
+                                       warnings=prev.warnings + (Note(NoteCode.branch_end, msg),)), True
         if halvings < LADDER_HALVINGS:
             # A step where the map is rough: once more over half the step (geometric mean), at most LADDER_HALVINGS
             # times (docs/numerics.md, "Measured cases": ladder).
@@ -412,8 +442,8 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
                f"({prev.status.value})")
         st = prev.status if prev.status != Status.ok else Status.not_converged
-        return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters)
-    return dataclasses.replace(prev, seconds=seconds, iterations=iters)
+        return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters), True
+    return dataclasses.replace(prev, seconds=seconds, iterations=iters), True
 
 
 def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: bool) -> str | None:
