@@ -430,6 +430,17 @@ def test_a_curve_retries_a_point_whose_later_scrambling_left_the_domain():
     assert at(curve, 1.3).train_loss == pytest.approx(1.3 * at(curve, 1.0).train_loss, rel=1e-5)
 
 
+def test_a_curve_past_the_end_of_its_path_is_collapsed_as_the_single_point_is():
+    """r* = 2, omega 0, `fast`: the positional branch ends between alpha 1 and 1.3 (the curve's point at 1.3 is
+    collapsed).  Past it every start ends on a mirror cycle, and the curve said `not_converged` at 2, where the single
+    point, whose internal continuation reads the end from its own path, says `collapsed`.  The curve now reads the
+    end from its last two valid points by the same rule (their squared m, linear in alpha, reaches zero at 1.48)."""
+    s = Setting(r_star=2, omega=0.0)
+    curve = solve_curve(s, [0.5, 1.0, 1.3, 2.0], "positional", "fast")
+    single = solve(s, 2.0, "positional", "fast")
+    assert at(curve, 2.0).status == single.status == Status.collapsed, (at(curve, 2.0).message, single.message)
+
+
 def test_a_semantic_curve_past_its_end_takes_the_single_points_verdict():
     """L = 3 simplex, fast: the semantic branch ends near alpha 0.2 (pitchfork 0.248); a curve stepping 0.227 -> 0.05
     used to continue it in halved steps towards the end (23 s) before giving the single point's verdict.  No single

@@ -3,6 +3,7 @@ in parallel processes)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from attnphase.errors import InputError
+from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
-from attnphase.theory.state_evolution.solve import LADDER_BASE, LADDER_RATIO, _ladder, solve
+from attnphase.theory.state_evolution.solve import LADDER_BASE, LADDER_RATIO, _ladder, _path_end, solve
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
@@ -63,12 +65,27 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             # The retry is the single point's answer: taken where it is a verdict (a point, or none of the branch
             # there) and the continuation's is not, so that a curve's point is the single point's.
             fp = retry
+        if not fp.valid and fp.status != Status.collapsed and branch in LADDER_BASE:
+            # (the branches a single point continues internally, whose end it reads so: not the semantic one)
+            fp = _past_the_end(fp, [p for p in out if p.valid][-2:])
         ended = ended or (not fp.valid and any(p.valid for p in out))
         out.append(fp)
         if on_point is not None:
             on_point(fp)
         prev = fp
     return out[::-1] if branch == "semantic" else out
+
+
+def _past_the_end(fp: FixedPoint, path: list[FixedPoint]) -> FixedPoint:
+    """A point the curve found no verdict for (not converged, out of the domain) beyond where its last two valid
+    points put the branch's end (solve._path_end, the rule a single point's internal continuation reads its end by):
+    collapsed there, as the single point is (docs/numerics.md, "Measured cases behind solve.py": curves)."""
+    end = _path_end(path, fp.alpha, fp.alpha, False) if len(path) == 2 else None
+    if end is None:
+        return fp
+    msg = f"the {fp.branch} branch's curve ends before alpha = {fp.alpha:g}: {end}"
+    return dataclasses.replace(fp, status=Status.collapsed, message=msg,
+                               warnings=fp.warnings + (Note(NoteCode.branch_end, msg),))
 
 
 # Alphas per piece of an agnostic curve: with no order parameter to follow its points cost about the same cold as
