@@ -179,9 +179,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     branch is solved from a small set of starts (the default one, scaled_start, and where the shape needs them the
     structured starts of the L > 2 ring, the mixed start; starts.named_starts) and the first valid one is kept (one
     fixed point per branch measured), the lowest training loss where several were measured (_first_valid).  Where
-    no start gives a valid point, the positional branch at L = 2 and the agnostic one at every L are continued
-    internally from alpha = LADDER_FROM (the mixed branch at L = 2 from 1: LADDER_BASE), or from the first alpha of
-    the path after it where the start set gives the branch.  Which starts ran and what each gave: FixedPoint.starts
+    no start gives a valid point, the positional branch at L = 2 and on a token pattern, and the agnostic one at
+    every L, are continued internally from alpha = LADDER_FROM (the mixed branch at L = 2 from 1: LADDER_BASE), or
+    from the first of that base times LADDER_RATIO**k below alpha where the start set gives the branch (not on a
+    token pattern).  Which starts ran and what each gave: FixedPoint.starts
     (empty where the first one sufficed).  The positional branch of a setting every token permutation leaves
     unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed with the pattern
     ("1:2 default"), the lowest kept, and so is the mixed branch (every column of m in one pattern's subspace) beside
@@ -393,7 +394,7 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     k = 0
     while base is None or not base.valid:
         at = a0 * LADDER_RATIO**k
-        if at >= alpha or (k and not search):
+        if base is not None and (at >= alpha or (k and not search)):
             where = f"{a0:g}" if base.alpha == a0 else f"{a0:g} .. {base.alpha:g}"
             # (no verdict at alpha: the start sets' collapse below it says nothing of the branch there)
             msg = f"the {branch} branch has no point from its starts at alpha = {where} to continue from"
@@ -402,8 +403,11 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
                                        test_error=np.nan, errors={}, status=Status.not_converged, message=msg,
                                        seconds=seconds, iterations=iters, n_points=0, n_replicas=0,
                                        hints=SolverHints()), False
+        hits = _base_candidate.cache_info().hits
         base = _base_candidate(setting, at, branch, prec, seed, kernel)
-        seconds, iters, k = seconds + base.seconds, iters + base.iterations, k + 1
+        if _base_candidate.cache_info().hits == hits:  # (a kept base cost nothing now)
+            seconds, iters = seconds + base.seconds, iters + base.iterations
+        k += 1
     a0 = base.alpha
     n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
     grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
