@@ -290,7 +290,8 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     first = _first_valid(setting, branch)
     # An exchangeable setting's positional branch: one branch per token pattern, in its subspace (the lowest kept);
     # its mixed branch on each pattern too, beside the free solve (docs/rank2.md).
-    patterns: list[Pattern | None] = (token_patterns(setting) if branch == "positional" else []) or [None]
+    tokens = token_patterns(setting) if branch == "positional" else []
+    patterns: list[Pattern | None] = list(tokens) or [None]
     if branch == MIXED:
         patterns += token_patterns(setting.replace(r=1))
     # (rank L - 1: also the patterns of the student's directions, after the free solve, whose status stands where
@@ -315,7 +316,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # parameter, so no ring of positional minima to drift along: docs/numerics.md, "The agnostic branch at L > 2"),
     # and the positional branch walked on its token pattern (no ring there either: "A pattern's path").
     a0 = LADDER_BASE.get(branch)
-    on_pattern = branch == "positional" and setting.L > 2 and bool(token_patterns(setting))
+    on_pattern = setting.L > 2 and bool(tokens)
     if ladder and a0 is not None and (setting.L == 2 or branch == "agnostic" or on_pattern) and alpha > a0 * LADDER_RATIO \
             and not any(p is not None and p.valid for _, p in tried):
         # (on a token pattern the path starts at a0 only: a search for its base there costs more start sets than the
