@@ -273,7 +273,7 @@ def test_theory_global_says_on_stderr_which_branch_gave_no_verdict(monkeypatch, 
         return [point(a, branch) for a in alphas]
 
     def fake_solve(setting, alpha, branch, precision="default", init=None, seed=0, *, kernel="auto",
-                   multistart=None, ladder=True):
+                   multistart=None, ladder=True, stability=True):
         return point(alpha, branch)
 
     monkeypatch.setattr(theory, "solve_curve", fake_curve)

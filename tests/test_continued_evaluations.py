@@ -225,20 +225,20 @@ def test_curve_retries_from_the_default_start_only_where_the_first_scrambling_fa
                                hints=SimpleNamespace(first_scrambling_ok=first_ok))
 
     monkeypatch.setattr(curves_module, "solve", fake_solve)
-    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional", stability=False)
     # 1.1: invalid but its first scrambling converged from 1.0's point: no retry; 1.2 follows 1.1, which is
     # invalid, so it starts from the default; nothing to retry
     assert calls == [(1.0, True), (1.1, False), (1.2, True)]
     calls.clear()
     plan[1.1] = (False, False)
-    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional", stability=False)
     # 1.1 failed in its first scrambling: retried (valid); 1.2 then follows it, fails the same way, is retried
     assert calls == [(1.0, True), (1.1, False), (1.1, True), (1.2, False), (1.2, True)]
     # a later scrambling ran out of iterations (no verdict): retried even though the first one converged
     calls.clear()
     plan[1.1] = (False, True)
     failure["status"] = Status.not_converged
-    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional")
+    solve_curve(Setting(), [1.0, 1.1, 1.2], "positional", stability=False)
     assert calls[:3] == [(1.0, True), (1.1, False), (1.1, True)]
 
 

@@ -231,6 +231,7 @@ def test_the_stabiliser_subspace_is_what_the_permutations_fixing_a_token_fix_wit
     assert stabiliser(Setting(L=3, r=2, r_star=2)) is None
 
 
+@pytest.mark.slow  # (62 s: the mixed branch at L = 4, r = 3 from every start and pattern)
 def test_the_l4_rank3_mixed_point_is_the_root_of_the_map_restricted_by_hand():
     """L = 4, r = 3, omega 0.6, alpha 0.8, fast: the mixed branch (found on the stabiliser pattern) against an
     independent computation: the raw map (update_hatoverlaps, update_overlaps; no gauge, no layout) at m = [kappa W,

@@ -35,6 +35,8 @@ class NoteCode(StrEnum):
     unresolved = "unresolved"
     # the scramblings' order parameters point different ways: the size of their mean is low, its error includes that
     directions_differ = "directions_differ"
+    # a positional point the map is unstable at along theta (its leading eigenvalue there above 1): a saddle
+    unstable_theta = "unstable_theta"
     # Bayes-optimal theory and GAMP (attnphase.theory.bayes.results.WARNINGS says what each means)
     uninformative_channel = "uninformative_channel"
     near_threshold = "near_threshold"

@@ -188,6 +188,7 @@ def _theory(args: argparse.Namespace) -> int:
                  for piece in pieces[b]]
         done = iter(_run_curves(tasks, args.workers, progress=not args.no_progress))
     records = []
+    shown = []  # the fixed points the rows are made of
     for k in range(len(settings)):
         curves = ({b: [fp] for b, fp in found[k].items()} if screened
                   else {b: [fp for _ in pieces[b] for fp in next(done)] for b in branches})
@@ -203,11 +204,13 @@ def _theory(args: argparse.Namespace) -> int:
                 for note in fp.warnings:
                     if note.code == NoteCode.unresolved:
                         print(f"warning: alpha={fp.alpha:g}: {note.message}", file=sys.stderr)
+                shown.append(fp)
                 d = _table_row(fp) if table else fp.to_dict()
                 d["branch"] = f"global ({fp.branch})" if table else fp.branch
                 d["global"] = True
                 records.append(d)
             else:
+                shown.extend(curves[b][i] for b in branches)
                 records.extend(_table_row(curves[b][i]) if table else curves[b][i].to_dict() for b in branches)
     if args.csv:
         records = [_flat_row(r) for r in records]
@@ -218,6 +221,12 @@ def _theory(args: argparse.Namespace) -> int:
         what = ", ".join(f"{n} {s}" + (" (no distinct fixed point of the branch there)" if s == Status.collapsed else "")
                          for s, n in bad.items())
         print(f"warning: {sum(bad.values())} fixed point(s) are not valid: {what} (see 'status')", file=sys.stderr)
+    saddles = sorted({(fp.omega, fp.alpha) for fp in shown if any(n.code == NoteCode.unstable_theta
+                                                                   for n in fp.warnings)})
+    if saddles:
+        where = ", ".join(f"{a:g}" if len(settings) == 1 else f"{a:g} (omega {w:g})" for w, a in saddles)
+        print(f"warning: positional point(s) unstable along theta at alpha = {where}: saddles, a branch with semantic "
+              "content has left them (warning code unstable_theta)", file=sys.stderr)
     return 0
 
 

@@ -6,7 +6,8 @@ The public API.  Where each idea lives:
                     observables (test error), baseline (the linear positional baseline), quadrature
   prox/             every proximal kernel behind one protocol: two_token (L = 2, r = 1), general, reference
   solvers/          no physics: fixed_point (anderson, chord, jacobian -> SolverResult, Status), continuation
-  state_evolution/  precision, branch_map (the map of one branch), starts, solve, curves, landscape, results
+  state_evolution/  precision, branch_map (the map of one branch), starts, solve, curves, landscape, results,
+                    stability (a positional point's stability along theta)
   transition/       records (Critical, TransitionResult), driver (transition), ends (branch ends), roots, diagram
 """
 
@@ -25,6 +26,7 @@ from attnphase.theory.state_evolution.results import (
     global_minimum_curve,
 )
 from attnphase.theory.state_evolution.solve import solve, solve_all, solve_screened
+from attnphase.theory.state_evolution.stability import ThetaStability, theta_stability
 from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition.diagram import phase_diagram
 from attnphase.theory.transition.driver import transition
@@ -33,8 +35,9 @@ from attnphase.theory.transition.roots import find_crossing
 
 __all__ = [
     "BRANCHES", "Branch", "BranchMap", "Critical", "FixedPoint", "HatOverlaps", "LinearBaseline", "Overlaps",
-    "PRECISIONS", "Precision", "SolverResult", "StartRecord", "Status", "TransitionResult", "branch_map",
+    "PRECISIONS", "Precision", "SolverResult", "StartRecord", "Status", "ThetaStability", "TransitionResult", "branch_map",
     "branches_for", "default_start",
     "find_crossing", "global_minimum", "global_minimum_curve", "integration_points", "linear_baseline",
-    "phase_diagram", "solve", "solve_all", "solve_screened", "solve_curve", "solve_curves", "transition",
+    "phase_diagram", "solve", "solve_all", "solve_screened", "solve_curve", "solve_curves", "theta_stability",
+    "transition",
 ]

@@ -17,11 +17,12 @@ from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
 from attnphase.theory.state_evolution.solve import LADDER_BASE, LADDER_RATIO, _ladder, _path_end, solve
+from attnphase.theory.state_evolution.stability import with_stability
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
                 seed: int = 0, *, kernel: str = "auto", multistart: bool | None = None,
-                on_point: Callable[[FixedPoint], Any] | None = None) -> list[FixedPoint]:
+                on_point: Callable[[FixedPoint], Any] | None = None, stability: bool = True) -> list[FixedPoint]:
     """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
     if that one is valid, else from the default start.
 
@@ -32,7 +33,8 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     and that answer is kept where it is valid, or collapsed where the continuation's is another failure.
     multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
     of starts; False: the default start only).  A retry is the single-point answer (solve without init).
-    on_point: called with each fixed point as soon as it is solved (progress per point)."""
+    on_point: called with each fixed point as soon as it is solved (progress per point).  stability: as in solve (each
+    point the curve returns checked once, whichever solve gave it)."""
     check_branch(branch, ALL_BRANCHES + ("free",))
     if branch == MIXED and MIXED not in branches_for(setting):
         raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
@@ -45,7 +47,7 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     for a in order:
         init = prev if (prev is not None and prev.valid) else None
         fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart,
-                   ladder=not ended)
+                   ladder=not ended, stability=False)
         retry: FixedPoint | None = None
         if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok
                                                   or fp.status in (Status.not_converged, Status.inadmissible)):
@@ -53,7 +55,7 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             # scrambling converged and a later one's verdict stands (a collapse; running out of iterations or leaving
             # the domain is none: docs/numerics.md, "Measured cases behind solve.py": curves).
             retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
-                          ladder=not ended)
+                          ladder=not ended, stability=False)
         if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
                 and branch in LADDER_BASE and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
             # A step too long for continuation: the branch in steps of at most LADDER_RATIO from the neighbour, as
@@ -69,6 +71,8 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             # (the branches a single point continues internally, whose end it reads so: not the semantic one)
             fp = _past_the_end(fp, [p for p in out if p.valid][-2:])
         ended = ended or (not fp.valid and any(p.valid for p in out))
+        if stability:
+            fp = with_stability(setting, fp, seed)
         out.append(fp)
         if on_point is not None:
             on_point(fp)

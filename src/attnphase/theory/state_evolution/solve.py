@@ -70,6 +70,7 @@ from attnphase.theory.state_evolution.results import (
     still_to_solve,
     summaries,
 )
+from attnphase.theory.state_evolution.stability import with_stability
 from attnphase.theory.state_evolution.starts import default_start, mixed_start_from, named_starts
 
 SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix (see fixed_point.chord)
@@ -168,7 +169,7 @@ _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate i
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
-          multistart: bool | None = None, ladder: bool = True) -> FixedPoint:
+          multistart: bool | None = None, ladder: bool = True, stability: bool = True) -> FixedPoint:
     """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
     (r >= 2, tied: one student direction positional, another semantic; m and theta both free, from the mixed
     start, and a point without either is not mixed: collapsed), "free" (no constraint, from its default or a given
@@ -190,6 +191,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     stabiliser pattern; with init in a pattern's subspace, in that subspace.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
     continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
+    stability: a valid positional point of a tied student carries the warning `unstable_theta` where the map is
+    unstable along theta there (stability.with_stability); False skips that check (callers that only read where
+    branches exist, e.g. the transition).
 
     Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
     ValueError/TypeError, checked before any work)."""
@@ -204,13 +208,16 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         raise InputTypeError(f"multistart must be a bool or None, got {type(multistart).__name__}")
     many = multistart is not False
     if branch == "global":
-        return global_minimum(solve_screened(setting, alpha, prec, seed, kernel=kernel, multistart=multistart))
+        return global_minimum(solve_screened(setting, alpha, prec, seed, kernel=kernel, multistart=multistart,
+                                             stability=stability))
     if init is not None:
         o = init.overlaps if isinstance(init, FixedPoint) else init
         if not isinstance(o, Overlaps):
             raise InputTypeError("init must be Overlaps or a FixedPoint")
-        return _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=_pattern_at(setting, branch, o))
-    return _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
+        fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=_pattern_at(setting, branch, o))
+    else:
+        fp = _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
+    return with_stability(setting, fp, seed) if stability else fp
 
 
 def _mixed_verdict(setting: Setting, s: dict[str, float], status: Status, message: str,
@@ -842,15 +849,16 @@ def _replica_start(rep: int, x: np.ndarray, xs: list[np.ndarray], hint: SolverHi
 
 
 def solve_all(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0,
-              inits: dict | None = None, *, kernel: str = "auto", multistart: bool | None = None) -> dict[str, FixedPoint]:
+              inits: dict | None = None, *, kernel: str = "auto", multistart: bool | None = None,
+              stability: bool = True) -> dict[str, FixedPoint]:
     """Every branch the setting has (results.branches_for: with "mixed" for r >= 2) at one alpha."""
     inits = inits or {}
     return {b: solve(setting, alpha, b, precision, init=inits.get(b), seed=seed, kernel=kernel,
-                     multistart=multistart) for b in branches_for(setting)}
+                     multistart=multistart, stability=stability) for b in branches_for(setting)}
 
 
 def solve_screened(setting: Setting, alpha: float, precision: str | Precision = "default", seed: int = 0, *,
-                   kernel: str = "auto", multistart: bool | None = None) -> dict[str, FixedPoint]:
+                   kernel: str = "auto", multistart: bool | None = None, stability: bool = True) -> dict[str, FixedPoint]:
     """The branches that can be the global minimum at alpha, solved at precision (their results.global_minimum is
     that of solve_all): every branch solved at the fast precision first, then at precision one by one, lowest first,
     those whose fast point is not valid or lies within SCREEN_MARGIN of the lowest point so far
@@ -860,11 +868,13 @@ def solve_screened(setting: Setting, alpha: float, precision: str | Precision = 
     prec = get_precision(precision)
     rough_prec = _walk_precision(prec)
     if rough_prec is prec:
-        return solve_all(setting, alpha, prec, seed, kernel=kernel, multistart=multistart)
-    rough = solve_all(setting, alpha, rough_prec, seed, kernel=kernel, multistart=multistart)
+        return solve_all(setting, alpha, prec, seed, kernel=kernel, multistart=multistart, stability=stability)
+    # (the rough points rank the branches only: their stability is not read)
+    rough = solve_all(setting, alpha, rough_prec, seed, kernel=kernel, multistart=multistart, stability=False)
     fine: dict[str, FixedPoint] = {}
     while todo := still_to_solve(rough, fine):
-        fine[todo[0]] = solve(setting, alpha, todo[0], prec, seed=seed, kernel=kernel, multistart=multistart)
+        fine[todo[0]] = solve(setting, alpha, todo[0], prec, seed=seed, kernel=kernel, multistart=multistart,
+                              stability=stability)
     return {b: fine[b] for b in rough if b in fine}
 
 
@@ -874,12 +884,12 @@ def solve_retrying(setting: Setting, alpha: float, branch: str, precision: str, 
     start (a neighbour next to a branch end, where the order parameter is small, can lead the iteration onto the
     agnostic point).  A start that is init is not tried twice.  No internal continuation (ladder=False): the caller
     (the transition's branch ends) is continuing the branch itself.  (last fixed point, solves)."""
-    p = solve(setting, alpha, branch, precision, init=init, seed=seed, ladder=False)
+    p = solve(setting, alpha, branch, precision, init=init, seed=seed, ladder=False, stability=False)
     n = 1
     for retry in ([nearest] if nearest is not None else []) + [None]:
         if p.valid or retry is init:
             continue
-        p = solve(setting, alpha, branch, precision, init=retry, seed=seed, ladder=False)
+        p = solve(setting, alpha, branch, precision, init=retry, seed=seed, ladder=False, stability=False)
         n += 1
     return p, n
 
@@ -891,6 +901,6 @@ def mixed_start(setting: Setting, alpha: float, precision: str | Precision = "fa
         raise InputError(f"the mixed start is built for a tied student of rank r >= 2; got r = {setting.r}, "
                          f"student {setting.student}")
     one = setting.replace(r=1)
-    return mixed_start_from(solve(one, alpha, "semantic", precision, seed=seed),
-                            solve(one, alpha, "positional", precision, seed=seed), setting)
+    return mixed_start_from(solve(one, alpha, "semantic", precision, seed=seed, stability=False),
+                            solve(one, alpha, "positional", precision, seed=seed, stability=False), setting)
 

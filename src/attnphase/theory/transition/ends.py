@@ -491,9 +491,10 @@ def validity_ends(setting: Setting, grid: list[float], precision: str | Precisio
         curve = []
         if branch in stable:
             # (each end solved as the curve's own first point would be: from the start set)
-            curve = [solve_curve(setting, [a], branch, precision, seed=seed)[0] for a in (grid[0], grid[-1])]
+            curve = [solve_curve(setting, [a], branch, precision, seed=seed, stability=False)[0]
+                     for a in (grid[0], grid[-1])]
         if not curve or any(p.valid for p in curve):
-            curve = solve_curve(setting, grid, branch, precision, seed=seed)
+            curve = solve_curve(setting, grid, branch, precision, seed=seed, stability=False)
         points.extend(curve)
         ok = [p.valid for p in curve]
         if not any(ok):

@@ -139,8 +139,9 @@ EXTRA_NAMES = ("alpha_pos_appears", "semantic_pitchfork", "positional_pitchfork"
 class TransitionResult:
     """The critical values of one setting (records in ``critical``, keyed by NAMES plus the pitchforks
     ``semantic_pitchfork`` and ``positional_pitchfork``, and for a tied student of rank >= 2 ``alpha_mixed_appears``
-    and ``mixed_pitchfork``), the branch curves solved on the way, and the unstable parts of the branches (rows
-    alpha, q, V, m, theta) for dashed curves."""
+    and ``mixed_pitchfork``), the branch curves solved on the way (not checked along theta: solve's stability=False;
+    solve_curve gives the checked points), and the unstable parts of the branches (rows alpha, q, V, m, theta) for
+    dashed curves."""
 
     omega: float
     critical: dict[str, Critical]

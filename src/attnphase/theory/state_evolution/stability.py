@@ -1,0 +1,70 @@
+"""A positional fixed point's stability along theta: the direction its branch holds at zero.
+
+theta = 0 is invariant under the map at a positional point (eta -> -eta), so the map restricted to theta is linear
+to first order there, theta_new = J theta, and J is the block the transition linearises where the mixed branch leaves
+the positional one (symmetric.order_jacobian, base "positional").  Its leading eigenvalue above 1 means a branch with
+theta != 0 has left this point at a pitchfork below alpha: the point is a saddle, not a state training stays in (L =
+3 simplex, omega 0.6: training from the positional start stays at alpha 1, leaves for the semantic minimum from 2.5;
+docs/numerics.md, "Stability along theta").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnphase.errors import InputError
+from attnphase.notes import Note, NoteCode
+from attnphase.setting import Setting
+from attnphase.theory.model.overlaps import Overlaps
+from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS
+from attnphase.theory.state_evolution.results import FixedPoint
+from attnphase.theory.state_evolution.symmetric import SCRAMBLINGS, mirrored_points, order_jacobian
+
+
+@dataclass(frozen=True)
+class ThetaStability:
+    """The leading eigenvalue (largest real part) of theta's block of the map at a positional point: its mean over
+    independent scramblings of eta-mirrored Sobol points, one standard error, and each scrambling's value.
+    ``unstable``: above 1 by more than INTERCEPT_ERRORS errors (the transition's margin)."""
+
+    eigenvalue: float
+    error: float
+    per_scrambling: tuple[float, ...]
+
+    @property
+    def unstable(self) -> bool:
+        return bool(self.eigenvalue - INTERCEPT_ERRORS * self.error > 1.0)
+
+
+def theta_stability(setting: Setting, alpha: float, point: Overlaps | FixedPoint, seed: int = 0) -> ThetaStability:
+    """The leading eigenvalue of theta's block at a positional point of a tied student (J by the score identity at the
+    point itself, symmetric.order_jacobian, on SCRAMBLINGS sets of 2^14 mirrored points).  The untied student's block
+    is not checked against training and is refused."""
+    o = point.overlaps if isinstance(point, FixedPoint) else point
+    if setting.untied:
+        raise InputError("theta_stability is for a tied student (the untied student's is not checked)")
+    if not isinstance(o, Overlaps) or not np.all(np.isfinite(o.m)) or np.any(o.theta != 0):
+        raise InputError("theta_stability needs a positional point: finite m and theta = 0")
+    ev = []
+    for rep in range(SCRAMBLINGS):
+        J = order_jacobian(setting, alpha, "semantic", mirrored_points(setting, "semantic", rep, seed), o)
+        ev.append(float(np.max(np.linalg.eigvals(J).real)))
+    return ThetaStability(float(np.mean(ev)), float(np.std(ev, ddof=1) / np.sqrt(len(ev))), tuple(ev))
+
+
+def with_stability(setting: Setting, fp: FixedPoint, seed: int = 0) -> FixedPoint:
+    """fp with the warning ``unstable_theta`` where it is a valid positional point of a tied student that theta_stability
+    finds unstable (anything else is returned as it is)."""
+    if fp.branch != "positional" or not fp.valid or setting.untied:
+        return fp
+    st = theta_stability(setting, fp.alpha, fp.overlaps, seed)
+    if not st.unstable:
+        return fp
+    msg = (f"unstable along theta: the leading eigenvalue of the map's theta block at this point is "
+           f"{st.eigenvalue:.4g} +- {st.error:.2g} > 1, so a branch with theta != 0 has left the positional one "
+           f"below alpha = {fp.alpha:g} (a pitchfork); where measured, training started next to such a point leaves "
+           f"it (docs/numerics.md, \"Stability along theta\")")
+    return dataclasses.replace(fp, warnings=fp.warnings + (Note(NoteCode.unstable_theta, msg),))

@@ -1,0 +1,89 @@
+"""A positional point's stability along theta (state_evolution.stability), held against finite-d training from the
+positional start and against the mixed branch the nonlinear solver finds; its Jacobian against finite differences is
+tests/test_linearised.py::test_theta_block_at_the_positional_point_against_finite_differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnphase.errors import InputError
+from attnphase.notes import NoteCode
+from attnphase.setting import Setting
+from attnphase.theory.solvers.fixed_point import Status
+from attnphase.theory.state_evolution.curves import solve_curve
+from attnphase.theory.state_evolution.solve import solve
+from attnphase.theory.state_evolution.stability import theta_stability
+
+
+def _warned(fp) -> bool:
+    return any(n.code == NoteCode.unstable_theta for n in fp.warnings)
+
+
+def test_positional_point_warned_unstable_along_theta_where_training_from_it_leaves():
+    """L = 3 simplex, omega 0.6 (fast): the positional point at alpha 1 is stable along theta and at 2.5 unstable
+    (leading eigenvalue 0.8 and 1.16); L-BFGS from the positional start at d = 300 (2 seeds) stays positional at 1
+    (m > theta) and ends at the semantic point at 2.5 (theta > m).  A curve through both carries the same warnings."""
+    from attnphase.experiments.simulation import simulate
+
+    s = Setting(L=3, omega=0.6, positions="simplex")
+    for alpha, unstable in ((1.0, False), (2.5, True)):
+        fp = solve(s, alpha, "positional", "fast")
+        assert fp.valid and _warned(fp) == unstable, fp.warnings
+        runs = [simulate(s, 300, alpha, init="positional", optimizer="lbfgs", seed=k, device="cpu").summary()
+                for k in range(2)]
+        assert all((r["theta"] > r["m"]) == unstable for r in runs), (alpha, runs)
+    curve = solve_curve(s, [1.0, 2.5], "positional", "fast")
+    assert [_warned(p) for p in curve] == [False, True]
+
+
+def test_the_eigenvalue_crosses_one_where_the_mixed_branch_leaves_the_positional_one():
+    """r = 2, omega 0.3 (fast): below the mixed branch's birth (alpha 0.5) the positional point is stable along theta
+    and the mixed start gives no mixed point; above it (alpha 1) the positional point is unstable and the mixed point,
+    found by the nonlinear solver, lies below it in training loss."""
+    s = Setting(omega=0.3, r=2)
+    lo, hi = solve(s, 0.5, "positional", "fast"), solve(s, 1.0, "positional", "fast")
+    assert lo.valid and hi.valid and not _warned(lo) and _warned(hi)
+    assert not solve(s, 0.5, "mixed", "fast").valid
+    mixed = solve(s, 1.0, "mixed", "fast")
+    assert mixed.valid and mixed.train_loss < hi.train_loss
+
+
+def test_study_positional_point_is_stable_along_theta():
+    """The study (L = 2, omega 0.3): the positional branch is a local minimum along theta at every alpha measured
+    (eigenvalue 0.26 at 1, 0.54 at 3, each scrambling below 1), as training from it at finite d stays there."""
+    s = Setting()
+    for alpha in (1.0, 3.0):
+        fp = solve(s, alpha, "positional", "fast")
+        st = theta_stability(s, alpha, fp)
+        assert not _warned(fp) and not st.unstable and max(st.per_scrambling) < 0.8
+        assert st.error > 0 and abs(st.eigenvalue - np.mean(st.per_scrambling)) < 1e-12
+
+
+def test_theta_stability_refuses_what_it_is_not_for():
+    s = Setting()
+    sem = solve(s, 1.5, "semantic", "fast")
+    with pytest.raises(InputError, match="positional point"):
+        theta_stability(s, 1.5, sem)
+    with pytest.raises(InputError, match="tied student"):
+        theta_stability(Setting(student="untied"), 1.5, sem.overlaps)
+    agn = solve(s, 1.5, "agnostic", "fast")
+    assert agn.status == Status.ok and not _warned(agn)  # (only positional points are checked)
+
+
+def test_theory_cli_names_the_unstable_points_on_stderr_and_in_the_json(capsys):
+    """r = 2 (fast): the positional point at omega 0.3, alpha 1 is past the mixed branch's birth (0.57), at omega 0.6
+    it is not (the mixed point is born above alpha 1 there): one line on stderr names the first, the JSON rows carry
+    the code on the first only."""
+    import json
+
+    from attnphase.cli import main
+
+    argv = ["theory", "--rank", "2", "--omega", "0.3,0.6", "--alpha", "1", "--branch", "positional",
+            "--precision", "fast", "--json", "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    rows = json.loads(out.out)
+    codes = {r["omega"]: r["warning_codes"] for r in rows}
+    assert "unstable_theta" in codes[0.3] and "unstable_theta" not in codes[0.6]
+    assert "unstable along theta at alpha = 1 (omega 0.3)" in out.err and "omega 0.6" not in out.err
