@@ -87,3 +87,29 @@ def test_theory_cli_names_the_unstable_points_on_stderr_and_in_the_json(capsys):
     codes = {r["omega"]: r["warning_codes"] for r in rows}
     assert "unstable_theta" in codes[0.3] and "unstable_theta" not in codes[0.6]
     assert "unstable along theta at alpha = 1 (omega 0.3)" in out.err and "omega 0.6" not in out.err
+
+
+def test_study_transition_finds_the_positional_branch_stable_along_theta():
+    """The study's transition: no positional_saddle (the positional points it solved are stable along theta, as
+    test_study_positional_point_is_stable_along_theta finds them)."""
+    from attnphase.theory.transition.driver import transition
+    from attnphase.theory.transition.records import Search
+
+    res = transition(Setting())
+    sad = res.critical["positional_saddle"]
+    assert sad.search == Search.not_in_range and sad.value is None and "stable along theta" in sad.reason
+
+
+@pytest.mark.slow
+def test_transition_puts_the_positional_saddle_between_where_training_stays_and_where_it_leaves():
+    """L = 3 simplex, omega 0.6: the transition's positional_saddle (1.74, per scrambling 1.68-1.80 measured) lies
+    above alpha 1, where L-BFGS from the positional start stays positional, and below 2.5, where it leaves
+    (test_positional_point_warned_unstable_along_theta_where_training_from_it_leaves), and the single points on either
+    side of its interval carry the warning accordingly."""
+    from attnphase.theory.transition.driver import transition
+
+    s = Setting(L=3, omega=0.6, positions="simplex")
+    sad = transition(s).critical["positional_saddle"]
+    assert sad.found and 1.0 < sad.lo < sad.value < sad.hi < 2.5, sad
+    below, above = solve(s, max(1.0, sad.lo - 0.2), "positional", "fast"), solve(s, 2.5, "positional", "fast")
+    assert not _warned(below) and _warned(above)

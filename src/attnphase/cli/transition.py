@@ -27,7 +27,7 @@ COLUMNS = ["omega", "alpha_c", "alpha_c_lo", "alpha_c_hi", "alpha_c_kind", "alph
            "alpha_pos_vanishes_kind", "alpha_pos_vanishes_search", "note"]
 # The table's further columns, shown where a row has the record (JSON and CSV carry every field of every record).
 EXTRA_COLUMNS = ["alpha_pos_appears", "alpha_pos_appears_kind", "semantic_pitchfork", "positional_pitchfork",
-                 "alpha_mixed_appears", "alpha_mixed_appears_kind", "mixed_pitchfork"]
+                 "alpha_mixed_appears", "alpha_mixed_appears_kind", "mixed_pitchfork", "positional_saddle"]
 
 
 def check_transition_options(args: argparse.Namespace, omegas: list[float], announce: bool = True):

@@ -36,12 +36,15 @@ from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.model.baseline import linear_baseline
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.fixed_point import Status
+from attnphase.theory.state_evolution.order import level_crossing
 from attnphase.theory.state_evolution.precision import get_precision
 from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
+from attnphase.theory.state_evolution.stability import ThetaStability, theta_stability
+from attnphase.theory.state_evolution.symmetric import LOG2_POINTS, SCRAMBLINGS
 from attnphase.theory.transition.ends import bisect_valid, narrow_at_interval
 from attnphase.theory.transition.linearised import classify_end, instability, order_squared_intercept, theta_points
-from attnphase.theory.transition.records import Critical, TransitionResult
+from attnphase.theory.transition.records import Critical, TransitionResult, spread_halfwidth
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
 from attnphase.theory.transition.strategies import AdapterEnds, BranchEnds, SolverEnds
 
@@ -236,6 +239,9 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
         mix_c = critical["alpha_mixed_appears"]
         if mix_c.found and (not sem_c.found or mix_c.value < sem_c.value):
             sem_c = mix_c  # (the first branch with semantic content, as alpha grows)
+    elif not setting.untied:
+        # (with a mixed branch this is mixed_pitchfork; the untied student's block is not checked)
+        critical["positional_saddle"] = _positional_saddle(setting, cache, seed)
     probed = False
     top = d_pts[0][0] if d_pts else float("nan")
     if d_pts and not any(d > 0 for _, d in d_pts) and sem_c.found and sem_c.hi < d_pts[0][0]:
@@ -350,6 +356,46 @@ def _mixed_pitchfork(setting: Setting, cache: dict[tuple[str, float], FixedPoint
         inst = instability(setting, "semantic", wide, **kw)
     return inst.critical if inst is not None else Critical.missing(
         "mixed_pitchfork", "not in range", f"no alpha to scan below the mixed branch's lowest valid point {a_ok:g}")
+
+
+def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoint], seed: int) -> Critical:
+    """Where the positional point turns unstable along theta, a saddle from there on (a branch with theta != 0 leaves
+    it: docs/numerics.md, "Stability along theta"): stability.theta_stability at the positional points the transition
+    solved, upward to the first two whose mean eigenvalues straddle 1; per scrambling the eigenvalue linear between
+    them and its crossing, the value their mean and the interval their 99% Student-t spread (as linearised.instability:
+    each scrambling's points are the same at every alpha, so its eigenvalue is smooth in alpha and its offset from
+    the others is the integration error)."""
+    name = "positional_saddle"
+    method = (f"leading eigenvalue of theta's block of the linearised map at the solved positional points "
+              f"({SCRAMBLINGS} x 2^{LOG2_POINTS + 1} mirrored points), linear between the two that straddle 1")
+    pts = sorted((p for (b, _), p in cache.items() if b == "positional" and p.valid), key=lambda p: p.alpha)
+    if len(pts) < 2:
+        return Critical.missing(name, "not in range", "fewer than two positional points were solved", method)
+    where = f"the positional points solved in [{pts[0].alpha:.4g}, {pts[-1].alpha:.4g}]"
+    prev: tuple[float, ThetaStability] | None = None
+    top = 0.0
+    for p in pts:
+        st = theta_stability(setting, p.alpha, p.overlaps, seed)
+        top = max(top, st.eigenvalue)
+        if prev is None and st.eigenvalue >= 1.0:
+            return Critical.missing(name, "not in range", f"unstable along theta already at the lowest of {where} "
+                                    f"(leading eigenvalue {st.eigenvalue:.3f})", method)
+        if prev is not None and prev[1].eigenvalue < 1.0 <= st.eigenvalue:
+            a0, s0 = prev
+            roots = [level_crossing((a0, e0, 0.0), (p.alpha, e1, 0.0), 1.0)
+                     for e0, e1 in zip(s0.per_scrambling, st.per_scrambling, strict=True)]
+            if any(r is None for r in roots):
+                return Critical.missing(name, "failed", f"a scrambling's eigenvalue is the same at {a0:.4g} and "
+                                        f"{p.alpha:.4g}", method)
+            xs = [r[0] for r in roots if r is not None]
+            v, half = float(np.mean(xs)), spread_halfwidth(xs)
+            return Critical(name, v, v - half, v + half, "pitchfork", method,
+                            f"the leading eigenvalue crosses 1 between the positional points at {a0:.4g} "
+                            f"({s0.eigenvalue:.3f} +- {s0.error:.2g}) and {p.alpha:.4g} ({st.eigenvalue:.3f} +- "
+                            f"{st.error:.2g}); per scrambling at {', '.join(f'{x:.4g}' for x in xs)}")
+        prev = (p.alpha, st)
+    return Critical.missing(name, "not in range", f"stable along theta at {where} (leading eigenvalue at most "
+                            f"{top:.3f})", method)
 
 
 def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: list[float], sem_c: Critical,

@@ -132,14 +132,15 @@ NAMES = ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes")
 # The other records, where the setting has them: the pitchfork conditions the branch ends were held against, the
 # positional branch's appearance, and for a tied student of rank >= 2 the mixed branch's (where alpha_c can come from).
 EXTRA_NAMES = ("alpha_pos_appears", "semantic_pitchfork", "positional_pitchfork", "alpha_mixed_appears",
-               "mixed_pitchfork")
+               "mixed_pitchfork", "positional_saddle")
 
 
 @dataclass
 class TransitionResult:
     """The critical values of one setting (records in ``critical``, keyed by NAMES plus the pitchforks
     ``semantic_pitchfork`` and ``positional_pitchfork``, and for a tied student of rank >= 2 ``alpha_mixed_appears``
-    and ``mixed_pitchfork``), the branch curves solved on the way (not checked along theta: solve's stability=False;
+    and ``mixed_pitchfork``, otherwise for a tied student ``positional_saddle``: where the positional point turns
+    unstable along theta), the branch curves solved on the way (not checked along theta: solve's stability=False;
     solve_curve gives the checked points), and the unstable parts of the branches (rows alpha, q, V, m, theta) for
     dashed curves."""
 
