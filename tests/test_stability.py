@@ -67,6 +67,8 @@ def test_theta_stability_refuses_what_it_is_not_for():
         theta_stability(s, 1.5, sem)
     with pytest.raises(InputError, match="tied student"):
         theta_stability(Setting(student="untied"), 1.5, sem.overlaps)
+    with pytest.raises(InputError, match="alpha"):
+        theta_stability(s, -1.0, solve(s, 1.5, "positional", "fast"))
     agn = solve(s, 1.5, "agnostic", "fast")
     assert agn.status == Status.ok and not _warned(agn)  # (only positional points are checked)
 
@@ -113,3 +115,13 @@ def test_transition_puts_the_positional_saddle_between_where_training_stays_and_
     assert sad.found and 1.0 < sad.lo < sad.value < sad.hi < 2.5, sad
     below, above = solve(s, max(1.0, sad.lo - 0.2), "positional", "fast"), solve(s, 2.5, "positional", "fast")
     assert not _warned(below) and _warned(above)
+
+
+def test_level_crossing_is_the_linear_interpolants_root():
+    """The crossing the transition reads per scrambling: inside the points, beyond them, and none for equal values."""
+    from attnphase.theory.state_evolution.order import level_crossing
+
+    assert level_crossing((1.0, 0.8), (2.0, 1.2), 1.0) == pytest.approx(1.5)
+    assert level_crossing((2.0, 1.2), (1.0, 0.8), 1.0) == pytest.approx(1.5)  # (order of the points)
+    assert level_crossing((1.0, 0.5), (2.0, 0.9), 1.0) == pytest.approx(2.25)  # (beyond both)
+    assert level_crossing((1.0, 0.9), (2.0, 0.9), 1.0) is None

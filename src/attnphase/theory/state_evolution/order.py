@@ -28,17 +28,13 @@ def squared_zero(p1: tuple[float, float, float], p2: tuple[float, float, float])
 
 
 
-def level_crossing(p1: tuple[float, float, float], p2: tuple[float, float, float],
-                   level: float) -> tuple[float, float] | None:
-    """Where a value linear in alpha through two points (alpha, value, its standard error) reaches level, and that
-    crossing's standard error from the points' errors (e.g. a leading eigenvalue reaching 1).  None where the two
-    values or alphas are equal."""
-    (a1, y1, e1), (a2, y2, e2) = sorted([p1, p2])
+def level_crossing(p1: tuple[float, float], p2: tuple[float, float], level: float) -> float | None:
+    """Where a value linear in alpha through two points (alpha, value) reaches level (e.g. a leading eigenvalue
+    reaching 1; beyond the points where both lie on one side).  None where the two values or alphas are equal."""
+    (a1, y1), (a2, y2) = sorted([p1, p2])
     if a2 == a1 or y2 == y1:
         return None
-    x0 = a1 + (level - y1) * (a2 - a1) / (y2 - y1)
-    g1, g2 = -(a2 - x0) / (y2 - y1), (a1 - x0) / (y2 - y1)  # d x0 / d y1, d x0 / d y2
-    return float(x0), float(np.hypot(g1 * e1, g2 * e2))
+    return float(a1 + (level - y1) * (a2 - a1) / (y2 - y1))
 
 
 __all__ = ["INTERCEPT_ERRORS", "level_crossing", "squared_zero"]

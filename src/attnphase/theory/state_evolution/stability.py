@@ -17,7 +17,7 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.notes import Note, NoteCode
-from attnphase.setting import Setting
+from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS
 from attnphase.theory.state_evolution.results import FixedPoint
@@ -43,6 +43,7 @@ def theta_stability(setting: Setting, alpha: float, point: Overlaps | FixedPoint
     """The leading eigenvalue of theta's block at a positional point of a tied student (J by the score identity at the
     point itself, symmetric.order_jacobian, on SCRAMBLINGS sets of 2^14 mirrored points).  The untied student's block
     is not checked against training and is refused."""
+    alpha = check_alpha(alpha)
     o = point.overlaps if isinstance(point, FixedPoint) else point
     if setting.untied:
         raise InputError("theta_stability is for a tied student (the untied student's is not checked)")

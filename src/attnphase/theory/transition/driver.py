@@ -382,12 +382,12 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
                                     f"(leading eigenvalue {st.eigenvalue:.3f})", method)
         if prev is not None and prev[1].eigenvalue < 1.0 <= st.eigenvalue:
             a0, s0 = prev
-            roots = [level_crossing((a0, e0, 0.0), (p.alpha, e1, 0.0), 1.0)
+            roots = [level_crossing((a0, e0), (p.alpha, e1), 1.0)
                      for e0, e1 in zip(s0.per_scrambling, st.per_scrambling, strict=True)]
-            if any(r is None for r in roots):
+            xs = [r for r in roots if r is not None]
+            if len(xs) < len(roots):
                 return Critical.missing(name, "failed", f"a scrambling's eigenvalue is the same at {a0:.4g} and "
                                         f"{p.alpha:.4g}", method)
-            xs = [r[0] for r in roots if r is not None]
             v, half = float(np.mean(xs)), spread_halfwidth(xs)
             return Critical(name, v, v - half, v + half, "pitchfork", method,
                             f"the leading eigenvalue crosses 1 between the positional points at {a0:.4g} "
