@@ -166,9 +166,11 @@ def test_no_positional_point_at_four_tokens_where_training_leaves_the_positional
 def test_a_branch_no_start_finds_is_reported_as_the_starts_that_decide_it_say():
     """L = 4 orthogonal, alpha 1.5, positional (fast): in each token pattern's subspace the default start leaves the
     map's domain at its first steps (inadmissible), the scaled one collapses: the branch is collapsed (absent), not
-    inadmissible (before: the first start's status was reported whatever the others said)."""
+    inadmissible (before: the first start's status was reported whatever the others said).  Each pattern's path from
+    alpha 0.5 finds no point there to continue from (no verdict: not_converged)."""
     p = solve(Setting(omega=0.3, L=4, positions="orthogonal"), 1.5, "positional", "fast")
-    assert [st.status for st in p.starts] == [Status.inadmissible, Status.collapsed] * 5
+    assert [st.status for st in p.starts] == [Status.inadmissible, Status.collapsed] * 5 + [Status.not_converged] * 5
+    assert [st.name for st in p.starts][-5:] == [f"{n} ladder" for n in ("uniform", "1:3", "2:2", "1+1-", "2+2-")]
     assert p.status == Status.collapsed and not p.valid
 
 

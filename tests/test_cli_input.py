@@ -240,7 +240,7 @@ def test_theory_passes_the_free_branch_and_multistart_to_the_solver(monkeypatch,
 
     seen = []
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None, pattern=None):
         seen.append((setting.r, branch, multistart))
         return synthetic_curves([1.0])["positional"]
 
@@ -269,7 +269,7 @@ def test_theory_global_says_on_stderr_which_branch_gave_no_verdict(monkeypatch, 
                                     status="not_converged", converged=False)
         return make_fixed_point(alpha, branch, train_loss=0.003, test_error=0.002, m=0.0, theta=0.1)
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None, pattern=None):
         return [point(a, branch) for a in alphas]
 
     def fake_solve(setting, alpha, branch, precision="default", init=None, seed=0, *, kernel="auto",
@@ -423,7 +423,8 @@ def test_theory_progress_counts_points(monkeypatch, capsys):
 
     import attnphase.theory as theory
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None,
+                   pattern=None):
         out = []
         for _ in alphas:
             time.sleep(0.2)
@@ -526,7 +527,8 @@ def test_branch_takes_a_comma_list(monkeypatch, capsys):
 
     seen = []
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None,
+                   pattern=None):
         seen.append(branch)
         return [synthetic_curves([1.0])["positional"][0]] * len(alphas)
 
@@ -631,7 +633,7 @@ def test_numerical_warnings_are_one_summary_line(monkeypatch, capsys):
 
     import attnphase.theory as theory
 
-    def noisy(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None):
+    def noisy(setting, alphas, branch, precision="default", seed=0, multistart=False, on_point=None, pattern=None):
         for _ in range(5):
             warnings.warn("overflow encountered in matmul", RuntimeWarning, stacklevel=1)
         return [synthetic_curves([1.0])["positional"][0]] * len(alphas)
@@ -867,7 +869,7 @@ def test_theory_warns_about_invalid_points_by_status(monkeypatch, capsys):
     import attnphase.theory as theory
     from attnphase.notes import Status
 
-    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None):
+    def fake_curve(setting, alphas, branch, precision="default", seed=0, multistart=None, on_point=None, pattern=None):
         p = synthetic_curves([1.0])["positional"][0]
         return [dataclasses.replace(p, status=Status.collapsed if branch == "semantic" else Status.not_converged)]
 
@@ -877,3 +879,19 @@ def test_theory_warns_about_invalid_points_by_status(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "2 fixed point(s) are not valid" in err
     assert "1 collapsed (no distinct fixed point of the branch there)" in err and "1 not_converged" in err
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--L", "3", "--positions", "simplex", "--branch", "positional", "--pattern", "2:1"], "one of 1:2, 1+1-"),
+    (["--L", "3", "--positions", "simplex", "--branch", "all", "--pattern", "1:2"], "--branch positional"),
+    (["--branch", "positional", "--pattern", "1:2"], "exchangeable"),
+    (["--L", "3", "--positions", "simplex", "--omega", "0.3,0.6", "--branch", "positional", "--pattern", "x"], "--pattern"),
+])
+def test_theory_pattern_is_checked_before_any_work(argv, match, capsys, monkeypatch):
+    import attnphase.theory as theory
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("solved before the input was checked")
+
+    monkeypatch.setattr(theory, "solve_curve", no_work)
+    _one_line_exit_2(["theory", "--alpha", "1", "--quiet", *argv], capsys, match)

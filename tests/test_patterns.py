@@ -275,3 +275,95 @@ def test_the_l4_rank3_mixed_point_is_the_root_of_the_map_restricted_by_hand():
         got = np.array([k, mu, t, q0, q1, v0, v1])
         assert abs(got[1] - z[1]) <= 1e-3 * z[0]
         np.testing.assert_allclose(np.delete(got, 1), np.delete(z, 1), rtol=1e-3)
+
+
+# -- each token pattern its own branch: solved and followed on its own, the lowest reported
+
+def _pattern_root_by_hand(s: Setting, alpha: float, v: np.ndarray, rep: int, z0: np.ndarray) -> np.ndarray:
+    """(q, x, V) with m = x v: the root of the free positional map on scrambling rep's points, its image projected by
+    hand onto the line of v (scipy's hybr)."""
+    from scipy.optimize import root
+
+    from attnphase.theory.model.overlaps import Overlaps
+    from attnphase.theory.state_evolution.branch_map import branch_map
+    from attnphase.theory.state_evolution.precision import integration_points
+
+    bm = branch_map(s, alpha, "positional", integration_points(s, "fast", rep, 0))
+
+    def image(z: np.ndarray) -> np.ndarray:
+        o = Overlaps(q=np.array([[z[0]]]), m=z[1] * v[:, None], V=np.array([[z[2]]]), theta=np.zeros((1, 1)))
+        g = bm.unpack(bm(bm.pack(o)))
+        return np.array([g.q[0, 0], float(v @ g.m[:, 0]), g.V[0, 0]])
+
+    # (a forward step of 1e-2 relative: the fast points' map is grainy below it, fixed_point.jacobian)
+    sol = root(lambda z: image(z) - z, z0, method="hybr", options={"eps": 1e-2})
+    assert sol.success, sol.message
+    return sol.x
+
+
+def test_each_pattern_solved_alone_is_the_root_of_the_map_restricted_by_hand_and_the_branch_is_the_lowest():
+    """L = 3 simplex, omega 0.6, alpha 0.25, fast: solve(pattern=...) for "1:2" (m along (2, -1, -1)) and "1+1-" (m
+    along (1, -1, 0)) against the free map's root on each line, found by hand (hybr) per scrambling: q, V and m within
+    3e-3 relative of the mean of those roots (the fast tolerance is 3e-4, stalled iterates accepted to 1e-3; the two
+    patterns' m differ by 1%, and each point's m lies on its line to round-off).  The positional branch (no pattern named) is
+    the lower of the two, and a curve that reaches alpha 0.25 from 0.2 gives the same point within its errors."""
+    from attnphase.theory import solve, solve_curve
+
+    s = Setting(L=3, positions="simplex", omega=0.6)
+    lines = {"1:2": np.array([2.0, -1.0, -1.0]) / np.sqrt(6), "1+1-": np.array([1.0, -1.0, 0.0]) / np.sqrt(2)}
+    points = {}
+    for name, v in lines.items():
+        fp = solve(s, 0.25, "positional", "fast", pattern=name, stability=False)
+        assert fp.valid, (name, fp.status, fp.message)
+        x = float(v @ fp.overlaps.m[:, 0])
+        # (on its line: m has no part off v)
+        np.testing.assert_allclose(fp.overlaps.m[:, 0], x * v, atol=1e-12)
+        z0 = np.array([fp.overlaps.q[0, 0], x, fp.overlaps.V[0, 0]])
+        roots = np.mean([_pattern_root_by_hand(s, 0.25, v, rep, z0 * 1.05) for rep in range(fp.n_replicas)], axis=0)
+        np.testing.assert_allclose([fp.overlaps.q[0, 0], abs(x), fp.overlaps.V[0, 0]],
+                                   [roots[0], abs(roots[1]), roots[2]], rtol=3e-3)
+        points[name] = fp
+    lowest = min(points.values(), key=lambda p: p.train_loss)
+    single = solve(s, 0.25, "positional", "fast", stability=False)
+    assert single.valid and single.train_loss == pytest.approx(lowest.train_loss, rel=1e-12)
+    assert single.summary()["m"] == pytest.approx(lowest.summary()["m"], rel=1e-12)
+    curve = solve_curve(s, [0.2, 0.25], "positional", "fast", stability=False)[-1]
+    err = np.hypot(curve.errors["train_loss"], single.errors["train_loss"])
+    assert curve.valid and abs(curve.train_loss - single.train_loss) <= 3 * err
+
+
+def test_a_pattern_is_named_for_the_positional_branch_of_an_exchangeable_setting_only():
+    from attnphase.errors import InputError
+    from attnphase.theory import solve, solve_curve
+
+    s = Setting(L=3, positions="simplex", omega=0.6)
+    with pytest.raises(InputError, match="one of 1:2, 1[+]1-"):
+        solve(s, 1.0, "positional", pattern="2:1")
+    with pytest.raises(InputError, match="positional branch"):
+        solve(s, 1.0, "semantic", pattern="1:2")
+    with pytest.raises(InputError, match="exchangeable"):
+        solve(Setting(), 1.0, "positional", pattern="1:2")
+    with pytest.raises(TypeError, match="pattern"):
+        solve(s, 1.0, "positional", pattern=1)
+    with pytest.raises(InputError, match="one of"):
+        solve_curve(s, [1.0], "positional", pattern="x")
+
+
+@pytest.mark.slow  # (about 90 s: every start and each pattern's path to alpha 3, twice)
+def test_a_curve_and_a_single_point_report_the_lowest_patterns_path_where_two_patterns_part():
+    """L = 3 simplex, r* = 2, omega 0.6, fast: at alpha 0.3 the pattern 1:2 is the lower (1+1- barely born), at 3 the
+    paths have parted and 1+1- is lower (m 0.2555 against 0.2485, training loss 0.021381 against 0.021393).  Before,
+    a curve from 0.3 followed 1:2 to 3, and so did the single point (its path from alpha 0.5, where 1:2 was lower by
+    4e-7); now each pattern is followed as its own path and both report 1+1- at 3, each pattern's own path's point."""
+    from attnphase.theory import solve, solve_curve
+
+    s = Setting(L=3, positions="simplex", omega=0.6, r_star=2)
+    own = {name: solve(s, 3.0, "positional", "fast", pattern=name, stability=False) for name in ("1:2", "1+1-")}
+    assert all(p.valid for p in own.values())
+    gap = own["1+1-"].summary()["m"] - own["1:2"].summary()["m"]
+    assert gap > 5 * np.hypot(own["1+1-"].errors["m"], own["1:2"].errors["m"]), own
+    assert own["1+1-"].train_loss < own["1:2"].train_loss
+    single = solve(s, 3.0, "positional", "fast", stability=False)
+    curve = solve_curve(s, [0.3, 1.0, 3.0], "positional", "fast", stability=False)
+    for p in (single, curve[-1]):
+        assert p.valid and p.summary()["m"] == pytest.approx(own["1+1-"].summary()["m"], abs=3 * own["1+1-"].errors["m"])

@@ -48,10 +48,10 @@ def _curve(task: tuple) -> list:
     solved point (the parent's per-point progress)."""
     from attnphase import theory
 
-    setting, alphas, branch, precision, seed, multistart, ticks = task
+    setting, alphas, branch, precision, seed, multistart, pattern, ticks = task
     on_point = (lambda _fp: ticks.put(1)) if ticks is not None else None
     return theory.solve_curve(setting, alphas, branch, precision, seed=seed, multistart=multistart,
-                              on_point=on_point)
+                              on_point=on_point, pattern=pattern)
 
 
 def _screened(task: tuple) -> dict:
@@ -164,6 +164,16 @@ def _theory(args: argparse.Namespace) -> int:
     settings = [check_theory_setting(setting_from_args(args, omega=w).replace(student=args.student))
                 for w in omegas]  # all checked before work
     branches, global_only = parse_branches(args.branch, settings[0])
+    if args.pattern is not None:
+        if branches != ["positional"]:
+            raise InputError("--pattern: a token pattern is solved on the positional branch only (--branch positional)")
+        from attnphase.theory.state_evolution.solve import _check_pattern
+
+        for setting in settings:
+            try:
+                _check_pattern(setting, "positional", args.pattern)
+            except InputError as exc:
+                raise InputError(f"--pattern: {exc}") from None
     multistart = False if args.single_start else None
     check_workers(args.workers)
     # Memory refused and long runs announced before the first fixed point (one line each).
@@ -184,8 +194,8 @@ def _theory(args: argparse.Namespace) -> int:
                                       for setting in settings], workers=args.workers,
                           progress=not args.no_progress, desc="theory (global points)", unit="point")
     else:
-        tasks = [(setting, piece, b, args.precision, args.seed, multistart) for setting in settings for b in branches
-                 for piece in pieces[b]]
+        tasks = [(setting, piece, b, args.precision, args.seed, multistart, args.pattern) for setting in settings
+                 for b in branches for piece in pieces[b]]
         done = iter(_run_curves(tasks, args.workers, progress=not args.no_progress))
     records = []
     shown = []  # the fixed points the rows are made of
@@ -252,6 +262,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--single-start", action="store_true",
                    help="cheaper: solve each branch from its default start only (no structured starts, no internal "
                         "continuation); may miss fixed points the full set finds")
+    p.add_argument("--pattern", default=None,
+                   help="with --branch positional, where every token permutation leaves the setting unchanged (L > 2, "
+                        "simplex or orthogonal codes): the branch on this token pattern only, e.g. 1+1- (m = x (1, -1, "
+                        "0)) or 1:2 at L = 3; default: every pattern, the lowest kept (docs/numerics.md: token patterns)")
     p.add_argument("--precision", default="default", help="fast | default | high (integration points, tolerance)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol scramblings")
     add_allow_long(p)

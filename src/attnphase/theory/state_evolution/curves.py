@@ -13,16 +13,26 @@ import numpy as np
 from attnphase.errors import InputError
 from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_alpha
+from attnphase.theory.model.patterns import token_patterns
 from attnphase.theory.solvers.fixed_point import Status
 from attnphase.theory.state_evolution.precision import Precision, get_precision
 from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedPoint, branches_for, check_branch
-from attnphase.theory.state_evolution.solve import LADDER_BASE, LADDER_RATIO, _ladder, _path_end, solve
+from attnphase.theory.state_evolution.solve import (
+    LADDER_BASE,
+    LADDER_RATIO,
+    _check_pattern,
+    _ladder,
+    _path_end,
+    lowest_of,
+    solve,
+)
 from attnphase.theory.state_evolution.stability import with_stability
 
 
 def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precision = "default",
                 seed: int = 0, *, kernel: str = "auto", multistart: bool | None = None,
-                on_point: Callable[[FixedPoint], Any] | None = None, stability: bool = True) -> list[FixedPoint]:
+                on_point: Callable[[FixedPoint], Any] | None = None, stability: bool = True,
+                pattern: str | None = None) -> list[FixedPoint]:
     """Follow one branch along alpha by continuation: each solve starts from the previous alpha's solution
     if that one is valid, else from the default start.
 
@@ -34,33 +44,64 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
     of starts; False: the default start only).  A retry is the single-point answer (solve without init).
     on_point: called with each fixed point as soon as it is solved (progress per point).  stability: as in solve (each
-    point the curve returns checked once, whichever solve gave it)."""
+    point the curve returns checked once, whichever solve gave it).  The positional branch of an exchangeable setting
+    (model.patterns): each token pattern followed as its own path, the lowest valid point at each alpha kept, as
+    solve does (pattern: one pattern's path only)."""
     check_branch(branch, ALL_BRANCHES + ("free",))
     if branch == MIXED and MIXED not in branches_for(setting):
         raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
     prec = get_precision(precision)
     alphas = sorted(check_alpha(a) for a in alphas)
+    _check_pattern(setting, branch, pattern)
+    names: list = [pattern]
+    if pattern is None and branch == "positional":
+        names = [p.name for p in token_patterns(setting)] or [None]
+    paths = [_Path(setting, branch, prec, seed, kernel, multistart, name) for name in names]
     out: list[FixedPoint] = []
-    prev: FixedPoint | None = None
-    order = alphas[::-1] if branch == "semantic" else alphas
-    ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
-    for a in order:
+    for a in (alphas[::-1] if branch == "semantic" else alphas):
+        points = [path.advance(a) for path in paths]
+        fp = points[0] if len(paths) == 1 else lowest_of(list(zip(names, points, strict=True)), "token pattern")
+        if stability:
+            fp = with_stability(setting, fp, seed)
+        out.append(fp)
+        if on_point is not None:
+            on_point(fp)
+    return out[::-1] if branch == "semantic" else out
+
+
+class _Path:
+    """One branch (one token pattern's, where given) followed along alpha: advance(a) solves it at the next alpha from
+    the previous valid point, with the retries solve_curve's docstring describes."""
+
+    def __init__(self, setting: Setting, branch: str, prec: Precision, seed: int, kernel: str,
+                 multistart: bool | None, pattern: str | None) -> None:
+        self.setting, self.branch, self.prec, self.seed, self.kernel = setting, branch, prec, seed, kernel
+        self.multistart, self.pattern = multistart, pattern
+        self.prev: FixedPoint | None = None
+        self.valid: list[FixedPoint] = []  # the path's valid points, in order
+        self.ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
+
+    def _solve(self, a: float, init: FixedPoint | None) -> FixedPoint:
+        return solve(self.setting, a, self.branch, self.prec, init=init, seed=self.seed, kernel=self.kernel,
+                     multistart=self.multistart, ladder=not self.ended, stability=False, pattern=self.pattern)
+
+    def advance(self, a: float) -> FixedPoint:
+        prev, branch = self.prev, self.branch
         init = prev if (prev is not None and prev.valid) else None
-        fp = solve(setting, a, branch, prec, init=init, seed=seed, kernel=kernel, multistart=multistart,
-                   ladder=not ended, stability=False)
+        fp = self._solve(a, init)
         retry: FixedPoint | None = None
         if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok
                                                   or fp.status in (Status.not_converged, Status.inadmissible)):
             # Continuation can fail where the previous point was far: retry from the start set, not where the first
             # scrambling converged and a later one's verdict stands (a collapse; running out of iterations or leaving
             # the domain is none: docs/numerics.md, "Measured cases behind solve.py": curves).
-            retry = solve(setting, a, branch, prec, init=None, seed=seed, kernel=kernel, multistart=multistart,
-                          ladder=not ended, stability=False)
-        if (not fp.valid and init is not None and (retry is None or not retry.valid) and multistart is not False
+            retry = self._solve(a, None)
+        if (not fp.valid and init is not None and (retry is None or not retry.valid) and self.multistart is not False
                 and branch in LADDER_BASE and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
             # A step too long for continuation: the branch in steps of at most LADDER_RATIO from the neighbour, as
             # a single-point solve continues it (not the semantic branch, which a curve follows down to its end).
-            lad = _ladder(setting, a, prec, seed, kernel, base=init, branch=branch)
+            lad = _ladder(self.setting, a, self.prec, self.seed, self.kernel, base=init, branch=branch,
+                          only=_check_pattern(self.setting, branch, self.pattern))
             if retry is None or lad.valid or retry.status != Status.collapsed:
                 retry = lad
         if retry is not None and (retry.valid or (retry.status == Status.collapsed and fp.status != Status.collapsed)):
@@ -69,15 +110,12 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
             fp = retry
         if not fp.valid and fp.status != Status.collapsed and branch in LADDER_BASE:
             # (the branches a single point continues internally, whose end it reads so: not the semantic one)
-            fp = _past_the_end(fp, [p for p in out if p.valid][-2:])
-        ended = ended or (not fp.valid and any(p.valid for p in out))
-        if stability:
-            fp = with_stability(setting, fp, seed)
-        out.append(fp)
-        if on_point is not None:
-            on_point(fp)
-        prev = fp
-    return out[::-1] if branch == "semantic" else out
+            fp = _past_the_end(fp, self.valid[-2:])
+        self.ended = self.ended or (not fp.valid and bool(self.valid))
+        if fp.valid:
+            self.valid.append(fp)
+        self.prev = fp
+        return fp
 
 
 def _past_the_end(fp: FixedPoint, path: list[FixedPoint]) -> FixedPoint:

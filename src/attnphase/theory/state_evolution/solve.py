@@ -169,7 +169,8 @@ _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate i
 
 def solve(setting: Setting, alpha: float, branch: str = "positional", precision: str | Precision = "default",
           init: Overlaps | FixedPoint | None = None, seed: int = 0, *, kernel: str = "auto",
-          multistart: bool | None = None, ladder: bool = True, stability: bool = True) -> FixedPoint:
+          multistart: bool | None = None, ladder: bool = True, stability: bool = True,
+          pattern: str | None = None) -> FixedPoint:
     """Fixed point of the self-consistent equations on one branch: "positional", "semantic", "agnostic", "mixed"
     (r >= 2, tied: one student direction positional, another semantic; m and theta both free, from the mixed
     start, and a point without either is not mixed: collapsed), "free" (no constraint, from its default or a given
@@ -194,6 +195,8 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     stability: a valid positional point of a tied student carries the warning `unstable_theta` where the map is
     unstable along theta there (stability.with_stability); False skips that check (callers that only read where
     branches exist, e.g. the transition).
+    pattern: the positional branch of an exchangeable setting on one token pattern only (its name, e.g. "1+1-":
+    model.patterns.token_patterns), solved and continued as its own branch; None: every pattern, the lowest kept.
 
     Never raises for a numerical failure: the returned FixedPoint carries the status (bad input is a
     ValueError/TypeError, checked before any work)."""
@@ -207,6 +210,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     if multistart is not None and not isinstance(multistart, bool):
         raise InputTypeError(f"multistart must be a bool or None, got {type(multistart).__name__}")
     many = multistart is not False
+    only = _check_pattern(setting, branch, pattern)
     if branch == "global":
         return global_minimum(solve_screened(setting, alpha, prec, seed, kernel=kernel, multistart=multistart,
                                              stability=stability))
@@ -214,9 +218,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
         o = init.overlaps if isinstance(init, FixedPoint) else init
         if not isinstance(o, Overlaps):
             raise InputTypeError("init must be Overlaps or a FixedPoint")
-        fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel, pattern=_pattern_at(setting, branch, o))
+        fp = _solve(setting, alpha, as_branch(branch), prec, init, seed, kernel,
+                    pattern=only or _pattern_at(setting, branch, o))
     else:
-        fp = _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder))
+        fp = _solve_starts(setting, alpha, branch, prec, seed, kernel, many, ladder=many and bool(ladder), only=only)
     return with_stability(setting, fp, seed) if stability else fp
 
 
@@ -291,13 +296,31 @@ def _own_patterns(setting: Setting, branch: str) -> list[Pattern]:
     return [own] if own is not None else []
 
 
+def _check_pattern(setting: Setting, branch: str, pattern: str | None) -> Pattern | None:
+    """The token pattern solve(pattern=...) names, checked: the positional branch of an exchangeable setting only."""
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise InputTypeError(f"pattern must be a token pattern's name (str) or None, got {type(pattern).__name__}")
+    tokens = token_patterns(setting) if branch == "positional" else []
+    if not tokens:
+        raise InputError("pattern is for the positional branch of a setting whose tokens are exchangeable (L > 2, a "
+                         "tied rank-1 student, the simplex or orthogonal code, A = c I + e 1 1^T); "
+                         f"this is the {branch} branch" + ("" if branch != "positional" else " of another setting"))
+    named = {p.name: p for p in tokens}
+    if pattern not in named:
+        raise InputError(f"pattern must be one of {', '.join(named)} for this setting; got {pattern!r}")
+    return named[pattern]
+
+
 def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, seed: int, kernel: str, many: bool,
-                  ladder: bool) -> FixedPoint:
+                  ladder: bool, only: Pattern | None = None) -> FixedPoint:
     tried: list[tuple[str, FixedPoint | None]] = []
     first = _first_valid(setting, branch)
-    # An exchangeable setting's positional branch: one branch per token pattern, in its subspace (the lowest kept);
-    # its mixed branch on each pattern too, beside the free solve (docs/rank2.md).
-    tokens = token_patterns(setting) if branch == "positional" else []
+    # An exchangeable setting's positional branch: one branch per token pattern, in its subspace, each with its own
+    # path (the lowest kept: docs/numerics.md, "Each pattern its own path"); its mixed branch on each pattern too,
+    # beside the free solve (docs/rank2.md).
+    tokens = ([only] if only is not None else token_patterns(setting)) if branch == "positional" else []
     patterns: list[Pattern | None] = list(tokens) or [None]
     if branch == MIXED:
         patterns += token_patterns(setting.replace(r=1))
@@ -323,14 +346,24 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     # parameter, so no ring of positional minima to drift along: docs/numerics.md, "The agnostic branch at L > 2"),
     # and the positional branch walked on its token pattern (no ring there either: "A pattern's path").
     a0 = LADDER_BASE.get(branch)
-    on_pattern = setting.L > 2 and bool(tokens)
-    if ladder and a0 is not None and (setting.L == 2 or branch == "agnostic" or on_pattern) and alpha > a0 * LADDER_RATIO \
-            and not any(p is not None and p.valid for _, p in tried):
-        # (on a token pattern the path starts at a0 only: a search for its base there costs more start sets than the
-        # rest of the point where the branch is absent, e.g. L = 4, 20.8 -> 49.8 s: "A pattern's path")
-        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0,
-                                        search=not on_pattern)))
-    best = _best_of(tried)
+    if ladder and a0 is not None and alpha > a0 * LADDER_RATIO:
+        if setting.L > 2 and tokens:
+            # Each token pattern's own path where none of its starts gives a point (on a pattern the path starts at
+            # a0 only: a search for its base there costs more start sets than the rest of the point where the branch
+            # is absent, e.g. L = 4, 20.8 -> 49.8 s: "A pattern's path").
+            for p in tokens:
+                if not any(fp is not None and fp.valid for name, fp in tried if name.startswith(f"{p.name} ")):
+                    tried.append((f"{p.name} ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch,
+                                                              a0=a0, search=False, only=p)))
+        elif (setting.L == 2 or branch == "agnostic") and not any(fp is not None and fp.valid for _, fp in tried):
+            tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
+    return lowest_of(tried)
+
+
+def lowest_of(tried: list[tuple[str, FixedPoint | None]], kind: str = "start") -> FixedPoint:
+    """The answer of one branch from several solves of it (starts, or token patterns' paths: kind), each named: the
+    lowest valid point (_best_of); where none is valid and a path ended before alpha, collapsed with that end's note."""
+    best = _best_of(tried, kind)
     ends = [n for _, p in tried if p is not None for n in p.warnings if n.code == NoteCode.branch_end]
     if ends and not best.valid:
         # The branch's own path ends before alpha: a verdict where the starts gave none (they ran out of iterations
@@ -343,27 +376,29 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
 
 
 def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
-            branch: str = "positional", a0: float = LADDER_FROM, search: bool = True) -> FixedPoint:
+            branch: str = "positional", a0: float = LADDER_FROM, search: bool = True,
+            only: Pattern | None = None) -> FixedPoint:
     """The branch continued to alpha (_walk): the path walked at the fast precision where prec is finer, its point at
     alpha then solved at prec from the path's; where the fast walk stood on a base but gives neither a point at alpha
     nor an end of the path before it, or the point at prec fails from there, the path walked again at prec; where the
     fast path ends before alpha, or has no base, its record (the fast precision's) says so.  The path's points only
-    carry the continuation, so their precision is the walk's (docs/numerics.md, "A path walked fast")."""
+    carry the continuation, so their precision is the walk's (docs/numerics.md, "A path walked fast").  only: the
+    path of one token pattern, from its own base."""
     walk = _walk_precision(prec)
     if walk is prec:
-        return _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search)[0]
-    rough, stood = _walk(setting, alpha, walk, seed, kernel, base, branch, a0, search)
+        return _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search, only)[0]
+    rough, stood = _walk(setting, alpha, walk, seed, kernel, base, branch, a0, search, only)
     spent = (rough.seconds, rough.iterations)
     if rough.valid:
         fp = _solve(setting, alpha, as_branch(branch), prec, _polish_start(rough), seed, kernel,
-                    pattern=_pattern_at(setting, branch, rough.overlaps))
+                    pattern=only or _pattern_at(setting, branch, rough.overlaps))
         spent = (spent[0] + fp.seconds, spent[1] + fp.iterations)
         if fp.valid:
             return dataclasses.replace(fp, seconds=spent[0], iterations=spent[1])
     elif not stood or any(n.code == NoteCode.branch_end for n in rough.warnings):
         # (no base: the start sets below alpha, again at prec, would repeat the fast ones: "A path's base")
         return rough
-    fp = _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search)[0]
+    fp = _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search, only)[0]
     return dataclasses.replace(fp, seconds=spent[0] + fp.seconds, iterations=spent[1] + fp.iterations)
 
 
@@ -384,13 +419,16 @@ def _polish_start(rough: FixedPoint) -> FixedPoint:
 
 
 @functools.lru_cache(maxsize=32)
-def _base_candidate(setting: Setting, at: float, branch: str, prec: Precision, seed: int, kernel: str) -> FixedPoint:
-    """The start set's point at one alpha of a path's base search, kept: a curve's points search the same alphas."""
-    return _solve_starts(setting, at, branch, prec, seed, kernel, True, ladder=False)
+def _base_candidate(setting: Setting, at: float, branch: str, prec: Precision, seed: int, kernel: str,
+                    only: str | None = None) -> FixedPoint:
+    """The start set's point at one alpha of a path's base search (on one token pattern: only, its name), kept: a
+    curve's points search the same alphas."""
+    return _solve_starts(setting, at, branch, prec, seed, kernel, True, ladder=False,
+                         only=_check_pattern(setting, branch, only))
 
 
 def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None,
-          branch: str, a0: float, search: bool = True) -> tuple[FixedPoint, bool]:
+          branch: str, a0: float, search: bool = True, only: Pattern | None = None) -> tuple[FixedPoint, bool]:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
     its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved, LADDER_HALVINGS times in
     all), from base (a valid point of the branch) or, without one, from the path's base: the first of a0,
@@ -412,7 +450,7 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
                                        seconds=seconds, iterations=iters, n_points=0, n_replicas=0,
                                        hints=SolverHints()), False
         hits = _base_candidate.cache_info().hits
-        base = _base_candidate(setting, at, branch, prec, seed, kernel)
+        base = _base_candidate(setting, at, branch, prec, seed, kernel, only.name if only is not None else None)
         if _base_candidate.cache_info().hits == hits:  # (a kept base cost nothing now)
             seconds, iters = seconds + base.seconds, iters + base.iterations
         k += 1
@@ -426,7 +464,7 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
         nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel,
-                     pattern=_pattern_at(setting, branch, prev.overlaps))
+                     pattern=only or _pattern_at(setting, branch, prev.overlaps))
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         # The path's end is read from its own points whatever the step's verdict: a "valid" step past the order
         # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
@@ -486,7 +524,7 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
     return None
 
 
-def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:
+def _best_of(tried: list[tuple[str, FixedPoint | None]], kind: str = "start") -> FixedPoint:
     """The valid point with the lowest training loss (if none is valid, the first solved one that collapsed or ran out
     of iterations, else the first solved one).  Where more than one
     start was tried: a new record with every start's outcome in `starts` (and a note), seconds and iterations
@@ -505,12 +543,12 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]]) -> FixedPoint:
     records = tuple(StartRecord(n, p.status if p is not None else Status.inadmissible,
                                 p.train_loss if p is not None and p.valid else float("nan")) for n, p in tried)
     # (the internal continuation's message where it is not valid: where its path ended, which no status says)
-    why = {n: p.message for n, p in solved if n == "ladder" and not p.valid and p.message}
+    why = {n: p.message for n, p in solved if n.endswith("ladder") and not p.valid and p.message}
     others = "; ".join(f"{r.name}: {r.status.value}" + (f", train loss {r.train_loss:.6g}" if r.status == Status.ok
                                                         else f" ({why[r.name]})" if r.name in why else "")
                        for r in records if r.name != name)
     how = "lowest train loss" if ok else "none valid"
-    note = Note(NoteCode.multistart, f"start {name} chosen of {len(tried)} ({how}); {others}")
+    note = Note(NoteCode.multistart, f"{kind} {name} chosen of {len(tried)} ({how}); {others}")
     if not ok and not best.message:
         best = dataclasses.replace(best, message=f"no valid point from {', '.join(r.name for r in records)}")
     return dataclasses.replace(best, warnings=best.warnings + (note,), starts=records,

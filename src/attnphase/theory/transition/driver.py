@@ -367,7 +367,8 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
     the others is the integration error)."""
     name = "positional_saddle"
     method = (f"leading eigenvalue of theta's block of the linearised map at the solved positional points "
-              f"({SCRAMBLINGS} x 2^{LOG2_POINTS + 1} mirrored points), linear between the two that straddle 1")
+              f"({SCRAMBLINGS} x 2^{LOG2_POINTS + 2} points mirrored in eta and xi), linear between the two that "
+              "straddle 1")
     pts = sorted((p for (b, _), p in cache.items() if b == "positional" and p.valid), key=lambda p: p.alpha)
     if len(pts) < 2:
         return Critical.missing(name, "not in range", "fewer than two positional points were solved", method)
