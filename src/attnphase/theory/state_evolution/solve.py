@@ -257,15 +257,15 @@ def _candidates(setting: Setting, alpha: float, branch: str, prec: Precision, se
 
 def _first_valid(setting: Setting, branch: str) -> bool:
     """Keep the first valid start rather than the lowest of all where one fixed point per branch was measured:
-    everywhere but the mixed branch and the tied student's positional branch at L > 2, unless it has token patterns
-    and a teacher of rank 1 (without patterns a ring of minima: docs/numerics.md, rules table; with them and r* >= 2
-    the lowest stays from the far points, which were mirror cycles, and was not measured again there).  (The far
-    points of r* >= 2 and r >= 2 at L = 2 were mirror cycles, not fixed points: docs/numerics.md, "Mirror cycles".)"""
+    everywhere but the mixed branch and the tied student's positional branch at L > 2 without token patterns (a ring
+    of minima: docs/numerics.md, rules table).  (The far points of r* >= 2 and r >= 2 were mirror cycles, not fixed
+    points: docs/numerics.md, "Mirror cycles".)"""
     if branch == MIXED:
         return False
     if branch == "positional" and not setting.untied and setting.L > 2:
-        # (with token patterns each pattern is one branch, not a ring: its first valid start, as at L = 2)
-        return exchangeable(setting) and setting.r_star == 1
+        # (with token patterns each pattern is one branch, followed as its own path, not a ring: its first valid
+        # start, as at L = 2)
+        return exchangeable(setting)
     return True
 
 
