@@ -167,11 +167,11 @@ def _theory(args: argparse.Namespace) -> int:
     if args.pattern is not None:
         if branches != ["positional"]:
             raise InputError("--pattern: a token pattern is solved on the positional branch only (--branch positional)")
-        from attnphase.theory.state_evolution.solve import _check_pattern
+        from attnphase.theory.state_evolution.solve import check_pattern
 
         for setting in settings:
             try:
-                _check_pattern(setting, "positional", args.pattern)
+                check_pattern(setting, "positional", args.pattern)
             except InputError as exc:
                 raise InputError(f"--pattern: {exc}") from None
     multistart = False if args.single_start else None

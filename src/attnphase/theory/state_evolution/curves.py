@@ -20,9 +20,9 @@ from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedP
 from attnphase.theory.state_evolution.solve import (
     LADDER_BASE,
     LADDER_RATIO,
-    _check_pattern,
     _ladder,
     _path_end,
+    check_pattern,
     lowest_of,
     solve,
 )
@@ -52,7 +52,7 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
         raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
     prec = get_precision(precision)
     alphas = sorted(check_alpha(a) for a in alphas)
-    _check_pattern(setting, branch, pattern)
+    check_pattern(setting, branch, pattern)
     names: list = [pattern]
     if pattern is None and branch == "positional":
         names = [p.name for p in token_patterns(setting)] or [None]
@@ -101,7 +101,7 @@ class _Path:
             # A step too long for continuation: the branch in steps of at most LADDER_RATIO from the neighbour, as
             # a single-point solve continues it (not the semantic branch, which a curve follows down to its end).
             lad = _ladder(self.setting, a, self.prec, self.seed, self.kernel, base=init, branch=branch,
-                          only=_check_pattern(self.setting, branch, self.pattern))
+                          only=check_pattern(self.setting, branch, self.pattern))
             if retry is None or lad.valid or retry.status != Status.collapsed:
                 retry = lad
         if retry is not None and (retry.valid or (retry.status == Status.collapsed and fp.status != Status.collapsed)):

@@ -210,7 +210,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     if multistart is not None and not isinstance(multistart, bool):
         raise InputTypeError(f"multistart must be a bool or None, got {type(multistart).__name__}")
     many = multistart is not False
-    only = _check_pattern(setting, branch, pattern)
+    only = check_pattern(setting, branch, pattern)
     if branch == "global":
         return global_minimum(solve_screened(setting, alpha, prec, seed, kernel=kernel, multistart=multistart,
                                              stability=stability))
@@ -296,7 +296,7 @@ def _own_patterns(setting: Setting, branch: str) -> list[Pattern]:
     return [own] if own is not None else []
 
 
-def _check_pattern(setting: Setting, branch: str, pattern: str | None) -> Pattern | None:
+def check_pattern(setting: Setting, branch: str, pattern: str | None) -> Pattern | None:
     """The token pattern solve(pattern=...) names, checked: the positional branch of an exchangeable setting only."""
     if pattern is None:
         return None
@@ -424,7 +424,7 @@ def _base_candidate(setting: Setting, at: float, branch: str, prec: Precision, s
     """The start set's point at one alpha of a path's base search (on one token pattern: only, its name), kept: a
     curve's points search the same alphas."""
     return _solve_starts(setting, at, branch, prec, seed, kernel, True, ladder=False,
-                         only=_check_pattern(setting, branch, only))
+                         only=check_pattern(setting, branch, only))
 
 
 def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None,

@@ -59,7 +59,7 @@ def theta_stability(setting: Setting, alpha: float, point: Overlaps | FixedPoint
 def _mirrored_twice(setting: Setting, rep: int, seed: int) -> np.ndarray:
     """The eta-mirrored points (theta's parity) with their xi-mirror images too (m -> -m, an exact symmetry of the
     equations): the estimate is then the same at m and -m, which an iteration reaches alike (L = 3, omega 0.6, alpha
-    1.645: 0.978 +- 0.022 at one sign and 0.978 +- 0.009 at the other on the eta-mirrored points alone; 0.979 +- 0.007
+    1.645: 0.980 +- 0.022 at one sign and 0.978 +- 0.009 at the other on the eta-mirrored points alone; 0.979 +- 0.007
     at both on these)."""
     z = mirrored_points(setting, "semantic", rep, seed)
     flipped = np.array(z)
