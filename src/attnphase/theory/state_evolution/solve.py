@@ -535,8 +535,10 @@ def _best_of(tried: list[tuple[str, FixedPoint | None]], kind: str = "start") ->
         name, best = min(ok, key=lambda t: t[1].train_loss)
     else:
         # None valid: a start that left the map's domain or ran away says nothing of the branch, one that collapsed
-        # or ran out of iterations does.
-        informative = [(n, p) for n, p in solved if p.status in (Status.collapsed, Status.not_converged)]
+        # or ran out of iterations does, a collapse more (a verdict): the first collapsed one, else the first that ran
+        # out (so that choosing among token patterns' answers gives the status choosing among all their starts gives).
+        informative = ([(n, p) for n, p in solved if p.status == Status.collapsed]
+                       or [(n, p) for n, p in solved if p.status == Status.not_converged])
         name, best = (informative or solved)[0]
     if len(tried) == 1:
         return best
