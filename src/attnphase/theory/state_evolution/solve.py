@@ -525,9 +525,9 @@ def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: boo
 
 
 def _best_of(tried: list[tuple[str, FixedPoint | None]], kind: str = "start") -> FixedPoint:
-    """The valid point with the lowest training loss (if none is valid, the first solved one that collapsed or ran out
-    of iterations, else the first solved one).  Where more than one
-    start was tried: a new record with every start's outcome in `starts` (and a note), seconds and iterations
+    """The valid point with the lowest training loss (if none is valid, the first solved one that collapsed, else the
+    first that ran out of iterations, else the first solved one).  Where more than one was tried (starts, or token
+    patterns' paths: kind): a new record with every one's outcome in `starts` (and a note), seconds and iterations
     summed over all."""
     solved = [(n, p) for n, p in tried if p is not None]
     ok = [(n, p) for n, p in solved if p.valid]
