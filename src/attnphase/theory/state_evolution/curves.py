@@ -52,11 +52,10 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
         raise InputError("the mixed fixed point needs a tied student of rank r >= 2")
     prec = get_precision(precision)
     alphas = sorted(check_alpha(a) for a in alphas)
-    check_pattern(setting, branch, pattern)
     names: list = [pattern]
     if pattern is None and branch == "positional":
         names = [p.name for p in token_patterns(setting)] or [None]
-    paths = [_Path(setting, branch, prec, seed, kernel, multistart, name) for name in names]
+    paths = [_Path(setting, branch, prec, seed, kernel, multistart, name) for name in names]  # (pattern checked)
     out: list[FixedPoint] = []
     for a in (alphas[::-1] if branch == "semantic" else alphas):
         points = [path.advance(a) for path in paths]
@@ -77,6 +76,7 @@ class _Path:
                  multistart: bool | None, pattern: str | None) -> None:
         self.setting, self.branch, self.prec, self.seed, self.kernel = setting, branch, prec, seed, kernel
         self.multistart, self.pattern = multistart, pattern
+        self.only = check_pattern(setting, branch, pattern)  # (its Pattern, for the ladder)
         self.prev: FixedPoint | None = None
         self.valid: list[FixedPoint] = []  # the path's valid points, in order
         self.ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
@@ -101,7 +101,7 @@ class _Path:
             # A step too long for continuation: the branch in steps of at most LADDER_RATIO from the neighbour, as
             # a single-point solve continues it (not the semantic branch, which a curve follows down to its end).
             lad = _ladder(self.setting, a, self.prec, self.seed, self.kernel, base=init, branch=branch,
-                          only=check_pattern(self.setting, branch, self.pattern))
+                          only=self.only)
             if retry is None or lad.valid or retry.status != Status.collapsed:
                 retry = lad
         if retry is not None and (retry.valid or (retry.status == Status.collapsed and fp.status != Status.collapsed)):

@@ -17,15 +17,13 @@ def squared_zero(p1: tuple[float, float, float], p2: tuple[float, float, float])
     where the square grows with alpha and above both where it falls."""
     (a1, t1, e1), (a2, t2, e2) = sorted([p1, p2])
     y1, y2 = t1 * t1, t2 * t2
-    if a2 == a1 or y2 == y1:
+    x0 = level_crossing((a1, y1), (a2, y2), 0.0)
+    if x0 is None:
         return None
-    slope = (y2 - y1) / (a2 - a1)
-    x0 = a1 - y1 / slope
     # d x0 / d y1 = -(a2 - x0) / (y2 - y1), d x0 / d y2 = (a1 - x0) / (y2 - y1); s.e. of y = 2 t s.e. of t
     g1, g2 = -(a2 - x0) / (y2 - y1), (a1 - x0) / (y2 - y1)
     err = float(np.hypot(g1 * 2 * t1 * (e1 if np.isfinite(e1) else 0.0), g2 * 2 * t2 * (e2 if np.isfinite(e2) else 0.0)))
     return float(x0), err
-
 
 
 def level_crossing(p1: tuple[float, float], p2: tuple[float, float], level: float) -> float | None:

@@ -331,6 +331,7 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
     starts = [(name, functools.cache(start) if callable(start) else start)
               for name, start in _candidates(setting, alpha, branch, prec, seed, kernel, many)]
     certificates: dict = {}  # (the agnostic point's contraction at this alpha: the same for every start and pattern)
+    found: list[Pattern | None] = []  # the patterns (None: free) a start gave a valid point on
     for pattern in patterns:
         for base_name, start in starts:
             name = f"{pattern.name} {base_name}" if pattern is not None else base_name
@@ -340,8 +341,10 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
                 continue
             fp = _solve(setting, alpha, as_branch(branch), prec, o, seed, kernel, certificates, pattern=pattern)
             tried.append((name, fp))
-            if fp.valid and first:
-                break
+            if fp.valid:
+                found.append(pattern)
+                if first:
+                    break
     # The ladder where no start gives a valid point: L = 2, the agnostic branch at every L (it has no order
     # parameter, so no ring of positional minima to drift along: docs/numerics.md, "The agnostic branch at L > 2"),
     # and the positional branch walked on its token pattern (no ring there either: "A pattern's path").
@@ -352,10 +355,10 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
             # a0 only: a search for its base there costs more start sets than the rest of the point where the branch
             # is absent, e.g. L = 4, 20.8 -> 49.8 s: "A pattern's path").
             for p in tokens:
-                if not any(fp is not None and fp.valid for name, fp in tried if name.startswith(f"{p.name} ")):
+                if not any(p is q for q in found):
                     tried.append((f"{p.name} ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch,
                                                               a0=a0, search=False, only=p)))
-        elif (setting.L == 2 or branch == "agnostic") and not any(fp is not None and fp.valid for _, fp in tried):
+        elif (setting.L == 2 or branch == "agnostic") and not found:
             tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
     return lowest_of(tried)
 
