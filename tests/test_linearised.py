@@ -333,3 +333,27 @@ def test_jacobian_from_the_base_points_minimisers_equals_the_own_starts_one(sett
     lead, lead_ref = (float(np.max(np.linalg.eigvals(M).real)) for M in (J, J_ref))
     assert lead == pytest.approx(lead_ref, abs=5e-3)
     assert np.max(np.abs(J_ref)) > 0.1  # (a block that is not trivially zero)
+
+
+@pytest.mark.parametrize("setting, base", [(Setting(omega=0.3), "agnostic"), (Setting(omega=0.3), "positional"),
+                                           (Setting(L=3, positions="simplex", omega=0.6), "positional"),
+                                           (Setting(omega=0.3, r=2), "agnostic")])
+def test_theta_block_is_the_same_whatever_the_order_of_the_mirrored_points(setting: Setting, base: str) -> None:
+    """At theta = 0 an eta-mirror image's integrand is its original's, so theta's block solves the prox on the
+    originals only: held against the same points shuffled (no mirrored block left to find: every point solved), with
+    the base point's minimisers and with the own starts, on the transition's points (one mirrored block) and on the
+    stability check's (those and their xi-mirror images: two blocks)."""
+    alpha = 0.5
+    once = lin.mirrored_points(setting, "semantic", 0, 0, log2_n=11)
+    flipped = np.array(once)
+    flipped[: setting.L * setting.field_rank] *= -1.0
+    twice = np.hstack([once, flipped])
+    for pts in (once, twice):
+        point, minima = symmetric.base_point(setting, alpha, base, pts)
+        assert np.all(point.theta == 0)
+        perm = np.random.default_rng(1).permutation(pts.shape[1])
+        shuffled = type(minima)(h=minima.h[perm], count=minima.count[perm])
+        for mins, mins_shuffled in ((minima, shuffled), (None, None)):
+            J = lin.order_jacobian(setting, alpha, "semantic", pts, point, mins)
+            J_ref = lin.order_jacobian(setting, alpha, "semantic", pts[:, perm], point, mins_shuffled)
+            np.testing.assert_allclose(J, J_ref, rtol=1e-10, atol=1e-12 * np.max(np.abs(J_ref)))

@@ -13,10 +13,9 @@ import numpy as np
 from attnphase.problem import Problem
 from attnphase.setting import Setting
 from attnphase.theory.model.channel import fields, points_dim
-from attnphase.theory.model.loss import attention_loss as attention_loss_2d
-from attnphase.theory.model.loss import target_diagonal
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
+from attnphase.theory.prox._two_token_kernel import test_loss_kernel
 from attnphase.theory.solvers.fixed_point import Inadmissible
 
 FINE, COARSE = 20, 14  # Gauss-Hermite orders; their difference is the quadrature error estimate
@@ -35,14 +34,13 @@ def _te_2d(n: int, setting: Setting, o: Overlaps) -> float:
         # |theta| <= sqrt(q rho) is 0 with q, so the teacher's fields are sqrt(rho) eta_l.  The limit, not a
         # division by zero.
         sq, a, c = 0.0, 0.0, np.sqrt(setting.rho)
-    h1 = sq * z[0] + o.m[0, 0]
-    h2 = sq * z[1] + o.m[1, 0]
-    hs1 = a * z[0] + c * z[2]
-    hs2 = a * z[1] + c * z[3]
-    t1, t2 = target_diagonal(hs1, hs2, setting.omega, setting.A_array)
-    # numpy's pairwise sum, not BLAS's dot: the same bits whatever the thread count (--workers 1 runs with BLAS
-    # threads, the workers with one), measured to differ in the 16th digit otherwise.
-    return float(np.sum(w * attention_loss_2d(h1, h2, t1, t2, setting.sigma**2)))
+    A = setting.A_array
+    # (the loss per point compiled, 3-6x less CPU than numpy's temporaries: docs/numerics.md, "What a fixed point
+    # costs"; then numpy's pairwise sum, not BLAS's dot: the same bits whatever the thread count (--workers 1 runs
+    # with BLAS threads, the workers with one), measured to differ in the 16th digit otherwise)
+    loss = test_loss_kernel(z, float(sq), float(o.m[0, 0]), float(o.m[1, 0]), float(a), float(c), float(setting.omega),
+                            float(A[0, 0]), float(A[1, 1]), float(setting.sigma**2))
+    return float(np.sum(w * loss))
 
 
 def _te_qmc(setting: Setting, o: Overlaps, rep: int) -> float:

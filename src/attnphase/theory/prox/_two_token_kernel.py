@@ -275,6 +275,13 @@ def _expit_scipy(u):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
+def _targets(hs1, hs2, omega, A11, A22):
+    """The teacher's (T_11, T_22) at fields (h*_1, h*_2): problem.teacher_attention's arithmetic, in its order."""
+    return ((1.0 - omega) * _expit_scipy(hs1 * (hs1 - hs2)) + omega * A11,
+            (1.0 - omega) * _expit_scipy(hs2 * (hs2 - hs1)) + omega * A22)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def _logit(p):
     # scipy.special.logit's formula (log1p near 1/2 for accuracy), so the zeros equal proximal.loss_zeros'.
     if p < 0.3 or p > 0.65:
@@ -305,10 +312,7 @@ def _channel_block(lo, hi, z, sq, m1, m2, a, c, omega, A11, A22, V, inv_v, sigma
         xi1, xi2, eta1, eta2 = z[i, 0], z[i, 1], z[i, 2], z[i, 3]
         w1 = xi1 * sq + m1
         w2 = xi2 * sq + m2
-        hs1 = a * xi1 + c * eta1
-        hs2 = a * xi2 + c * eta2
-        t1 = (1.0 - omega) * _expit_scipy(hs1 * (hs1 - hs2)) + omega * A11
-        t2 = (1.0 - omega) * _expit_scipy(hs2 * (hs2 - hs1)) + omega * A22
+        t1, t2 = _targets(a * xi1 + c * eta1, a * xi2 + c * eta2, omega, A11, A22)
         z1, z2 = _loss_zeros(t1, t2, w1, w2)
         h1, h2, v, g, k = best_of_starts(i, w1, w2, t1, t2, z1, z2, inv_v, sigma2, gtol, max_iter, given, gcount,
                                          mins)
@@ -359,3 +363,21 @@ def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol
         f_sum[0] += f[i, 0]
         f_sum[1] += f[i, 1]
     return h, mins, count, prods, f_sum, value, grad
+
+
+@numba.njit(cache=True, parallel=True, error_model="numpy")
+def test_loss_kernel(z, sq, m1, m2, a, c, omega, A11, A22, sigma2):
+    """The per-sample loss l(h, h*) at points z (4, n) (rows xi_1, xi_2, eta_1, eta_2): fields h_l = sq xi_l + m_l,
+    h*_l = a xi_l + c eta_l, in observables' arithmetic and order (loss.attention_loss at target_diagonal's
+    targets), one loop without temporaries.  Per-point values only: the caller's weighted sum is numpy's, so the test
+    error equals the numpy path's where the libm calls agree, whatever the thread count."""
+    n = z.shape[1]
+    out = np.empty(n)
+    for i in numba.prange(n):
+        h1 = sq * z[0, i] + m1
+        h2 = sq * z[1, i] + m2
+        t1, t2 = _targets(a * z[0, i] + c * z[2, i], a * z[1, i] + c * z[3, i], omega, A11, A22)
+        s1 = _expit_scipy(h1 * (h1 - h2))
+        s2 = _expit_scipy(h2 * (h2 - h1))
+        out[i] = sigma2 * ((s1 - t1) ** 2 + (s2 - t2) ** 2)
+    return out
