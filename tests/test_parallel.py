@@ -41,8 +41,37 @@ def test_map_tasks_keeps_order_serial_and_pooled() -> None:
 
 
 def test_workers_are_single_threaded() -> None:
+    import numba
+
+    before = numba.get_num_threads()
     for blas, nb in map_tasks(_threads, range(2), workers=2):
         assert blas == 1 and nb == 1
+    assert numba.get_num_threads() == before  # (the calling process, one of the workers, restored)
+
+
+def _pid_after(x: int) -> tuple[int, int]:
+    time.sleep(0.3)
+    return x, os.getpid()
+
+
+def test_the_calling_process_takes_tasks_beside_the_workers() -> None:
+    """workers = 2: this process and one spawned worker share the tasks, each taking the next as it is free; the
+    results stay in the tasks' order."""
+    out = map_tasks(_pid_after, range(6), workers=2)
+    assert [x for x, _ in out] == list(range(6))
+    pids = {pid for _, pid in out}
+    assert os.getpid() in pids and len(pids) == 2
+
+
+def _fail_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("task three")
+    return x
+
+
+def test_a_task_that_raises_raises_in_the_caller() -> None:
+    with pytest.raises(ValueError, match="task three"):
+        map_tasks(_fail_on_three, range(6), workers=2)
 
 
 # A parent that starts a pool of two sleeping workers (and a manager), prints their pids, then sleeps.

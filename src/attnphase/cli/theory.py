@@ -119,22 +119,30 @@ def _run_curves(tasks: list[tuple], workers: int, progress: bool) -> list:
 
             return map_tasks(_curve, [(*t, None) for t in tasks], workers=workers)
         import queue
+        import threading
 
         from attnphase.parallel import manager as start_manager
-        from attnphase.parallel import pool
+        from attnphase.parallel import run_shared
 
         with start_manager() as manager:
             ticks = manager.Queue()
-            with pool(min(workers, len(tasks))) as ex:
-                futures = [ex.submit(_curve, (*t, ticks)) for t in tasks]
-                while True:
+            stop = threading.Event()
+
+            def drain() -> None:  # (the points solved, in this process and in the workers)
+                while not stop.is_set():
                     try:
                         ticks.get(timeout=0.25)
                         bar.update(1)
                     except queue.Empty:
-                        if all(f.done() for f in futures):
-                            break
-                results = [f.result() for f in futures]
+                        pass
+
+            drainer = threading.Thread(target=drain, daemon=True, name="attnphase-progress")
+            drainer.start()
+            try:
+                results = run_shared(_curve, [(*t, ticks) for t in tasks], min(workers, len(tasks)))
+            finally:
+                stop.set()
+                drainer.join()
             if bar.n < total:
                 bar.update(total - bar.n)
             return results
