@@ -357,3 +357,24 @@ def test_theta_block_is_the_same_whatever_the_order_of_the_mirrored_points(setti
             J = lin.order_jacobian(setting, alpha, "semantic", pts, point, mins)
             J_ref = lin.order_jacobian(setting, alpha, "semantic", pts[:, perm], point, mins_shuffled)
             np.testing.assert_allclose(J, J_ref, rtol=1e-10, atol=1e-12 * np.max(np.abs(J_ref)))
+
+
+def test_the_map_on_mirrored_points_is_the_same_whatever_their_order() -> None:
+    """update_hatoverlaps at theta = 0 on eta-mirrored points (the prox on the originals only) against the same points
+    shuffled: the hat overlaps, the Moreau envelope, each point's minimiser and local minima, and the evaluation that
+    continues those minima."""
+    s = Setting(L=3, positions="simplex", omega=0.3)
+    pts = lin.mirrored_points(s, "semantic", 0, 0, log2_n=11)
+    perm = np.random.default_rng(2).permutation(pts.shape[1])
+    o = Overlaps(q=[[0.05]], m=[[0.1], [-0.05], [-0.05]], V=[[12.0]], theta=[[0.0]])
+    a = update_hatoverlaps(s, 0.8, o, pts, Branch.positional)
+    b = update_hatoverlaps(s, 0.8, o, pts[:, perm], Branch.positional)
+    for name in ("qhat", "mhat", "Vhat"):
+        np.testing.assert_allclose(getattr(a.hats, name), getattr(b.hats, name), rtol=1e-12, atol=1e-15)
+    assert a.moreau == pytest.approx(b.moreau, rel=1e-12)
+    np.testing.assert_array_equal(a.h[perm], b.h)
+    np.testing.assert_array_equal(a.minima.count[perm], b.minima.count)
+    o2 = Overlaps(q=[[0.0501]], m=o.m, V=o.V, theta=o.theta)
+    a2 = update_hatoverlaps(s, 0.8, o2, pts, Branch.positional, minima=a.minima)
+    b2 = update_hatoverlaps(s, 0.8, o2, pts[:, perm], Branch.positional, minima=b.minima)
+    np.testing.assert_allclose(a2.hats.qhat, b2.hats.qhat, rtol=1e-12)

@@ -19,6 +19,7 @@ has the scores h^Q h^K^T; nothing else changes (docs/untied.md).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -128,7 +129,63 @@ def pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, *, ker
     speculative steps (fixed_point.chord's `cheap`), never for a reported number.
 
     minima: the local minimisers of an evaluation at nearby overlaps on the same points (ChannelOutput.minima);
-    every one is continued by Newton and the lowest kept (prox's minima path), instead of the own starts."""
+    every one is continued by Newton and the lowest kept (prox's minima path), instead of the own starts.
+
+    At theta = 0 the teacher's fields are c eta and T depends on h* h*^T only, so on points that come with their
+    eta-mirror images (symmetric.mirrored_points: the transition's semantic and mixed conditions, the stability
+    check) an image's integrand is its original's, bitwise: the prox runs on the originals only (eta_images)."""
+    rep = eta_images(setting, points) if not np.any(overlaps.theta) else None
+    if rep is None:
+        return _pointwise_f(setting, overlaps, points, kernel, warm, minima)
+    own = np.flatnonzero(rep == np.arange(rep.size))
+    if minima is not None:
+        minima = LocalMinima(h=minima.h[own], count=minima.count[own])
+    f, sol, mats = _pointwise_f(setting, overlaps, points[:, own], kernel, None if warm is None else warm[own], minima)
+    at = np.searchsorted(own, rep)
+    xi, eta = split_points(points, setting.L, setting.field_rank, setting.r_star)
+    return f[at], _rows(sol, at), {**mats, "xi": xi, "eta": eta}
+
+
+def _rows(sol: Any, at: np.ndarray) -> Any:
+    """A prox result (per-point arrays, minima) at the rows `at`."""
+    per_point = {k.name: getattr(sol, k.name)[at] for k in dataclasses.fields(sol)
+                 if isinstance(getattr(sol, k.name), np.ndarray)}
+    m = getattr(sol, "minima", None)
+    if m is not None:
+        per_point["minima"] = LocalMinima(h=m.h[at], count=m.count[at])
+    return dataclasses.replace(sol, **per_point)
+
+
+MIRROR_DEPTH = 3  # halvings searched for eta-mirrored blocks (mirrored_points': 1; the stability check's: 2)
+
+
+def eta_images(setting: Setting, points: np.ndarray) -> np.ndarray | None:
+    """For each point, the column of the point it is the eta-mirror image of (itself where none): found where a block
+    of columns is followed by its image (mirrored_points' [X, eta X]), in the whole set or, down to MIRROR_DEPTH
+    halvings, in its halves (the stability check's [X, eta X, xi X, xi eta X]); None where there is none."""
+    e = setting.L * setting.field_rank  # (the first row of eta)
+    rep = np.arange(points.shape[1])
+
+    def mirrored(a: np.ndarray, b: np.ndarray) -> bool:
+        return bool(np.array_equal(a[:e], b[:e]) and np.array_equal(a[e:], -b[e:]))
+
+    def visit(lo: int, hi: int, depth: int) -> None:
+        k = (hi - lo) // 2
+        if k == 0 or (hi - lo) % 2 or depth > MIRROR_DEPTH:
+            return
+        a, b = points[:, lo:lo + k], points[:, lo + k:hi]
+        if mirrored(a[:, :1], b[:, :1]) and mirrored(a, b):  # (the first column first: a cheap refusal)
+            rep[lo + k:hi] = rep[lo:lo + k]
+            return
+        visit(lo, lo + k, depth + 1)
+        visit(lo + k, hi, depth + 1)
+
+    visit(0, rep.size, 1)
+    return rep if np.any(rep != np.arange(rep.size)) else None
+
+
+def _pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, kernel: str, warm: np.ndarray | None,
+                 minima: LocalMinima | None) -> tuple[np.ndarray, Any, dict]:
     o = overlaps
     w, hstar, mats = fields(setting, o, points)
     T = teacher_attention(hstar, setting.omega, setting.A_array)

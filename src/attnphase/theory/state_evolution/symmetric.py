@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.channel import points_dim, pointwise_f, split_points
+from attnphase.theory.model.channel import points_dim, pointwise_f
 from attnphase.theory.model.overlaps import Branch, HatOverlaps, Overlaps, range_frame
 from attnphase.theory.model.prior import ridge_matrix
 from attnphase.theory.model.quadrature import gaussian_sobol
@@ -104,9 +104,8 @@ def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarr
     continued from them (channel.pointwise_f) instead of run from every start, at a seventh of the CPU; the same J
     to 1e-7 at the agnostic point, to the points' graininess (1e-3) where minima nearly tie (docs/numerics.md)."""
     r, rs = setting.field_rank, setting.r_star
-    f, mats = _integrand(setting, branch, sym, points, minima)
-    xi, eta = split_points(points, setting.L, r, rs)
-    qis = mats["qis"]
+    f, _, mats = pointwise_f(setting, sym, points, minima=minima)
+    xi, eta, qis = mats["xi"], mats["eta"], mats["qis"]
     n = f.shape[0]
     K = np.linalg.inv(ridge_matrix(setting, _hats_at(setting, alpha, f, xi, mats)))
     if branch == "semantic":
@@ -124,47 +123,6 @@ def order_jacobian(setting: Setting, alpha: float, branch: str, points: np.ndarr
     # c_new = U^T G mhat K with m = U c:  J[(a, i'), (b, j)] = sum U_la' G_l'l M_likj U_kb K_ii'
     J = np.einsum("xa,xl,likj,kb,iy->aybj", U, setting.gram, M, U, K)
     return J.reshape(p * r, p * r)
-
-
-def _integrand(setting: Setting, branch: str, sym: Overlaps, points: np.ndarray,
-               minima: LocalMinima | None) -> tuple[np.ndarray, dict]:
-    """pointwise_f's integrand f (n, L, r) and field matrices at sym.  theta's block at theta = 0: the teacher's fields
-    are c eta there and T depends on h* h*^T only, so an eta-mirror image's integrand is its original's, bitwise, and the
-    prox runs on the originals only (_eta_images: half the points of mirrored_points and of the stability check's)."""
-    rep = _eta_images(setting, points) if branch == "semantic" and not np.any(sym.theta) else None
-    if rep is None:
-        f, _, mats = pointwise_f(setting, sym, points, minima=minima)
-        return f, mats
-    own = np.flatnonzero(rep == np.arange(rep.size))
-    if minima is not None:
-        minima = LocalMinima(h=minima.h[own], count=minima.count[own])
-    f, _, mats = pointwise_f(setting, sym, points[:, own], minima=minima)
-    return f[np.searchsorted(own, rep)], mats
-
-
-MIRROR_DEPTH = 3  # halvings searched for eta-mirrored blocks (mirrored_points': 1; the stability check's: 2)
-
-
-def _eta_images(setting: Setting, points: np.ndarray) -> np.ndarray | None:
-    """For each point, the column of the point it is the eta-mirror image of (itself where none): found where a block
-    of columns is followed by its image (mirrored_points' [X, eta X]), in the whole set or, down to MIRROR_DEPTH
-    halvings, in its halves (the stability check's [X, eta X, xi X, xi eta X]); None where there is none."""
-    e = setting.L * setting.field_rank  # (the first row of eta)
-    rep = np.arange(points.shape[1])
-
-    def visit(lo: int, hi: int, depth: int) -> None:
-        k = (hi - lo) // 2
-        if k == 0 or (hi - lo) % 2 or depth > MIRROR_DEPTH:
-            return
-        a, b = points[:, lo:lo + k], points[:, lo + k:hi]
-        if np.array_equal(a[:e], b[:e]) and np.array_equal(a[e:], -b[e:]):
-            rep[lo + k:hi] = rep[lo:lo + k]
-            return
-        visit(lo, lo + k, depth + 1)
-        visit(lo + k, hi, depth + 1)
-
-    visit(0, rep.size, 1)
-    return rep if np.any(rep != np.arange(rep.size)) else None
 
 
 def _hats_at(setting: Setting, alpha: float, f: np.ndarray, xi: np.ndarray, mats: dict) -> HatOverlaps:
