@@ -15,7 +15,7 @@ from attnphase.setting import Setting
 from attnphase.theory.model.channel import fields, points_dim
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.model.quadrature import gauss_hermite_grid, gaussian_sobol
-from attnphase.theory.prox._two_token_kernel import test_loss_kernel
+from attnphase.theory.prox._two_token_kernel import loss_at_nodes_kernel
 from attnphase.theory.solvers.fixed_point import Inadmissible
 
 FINE, COARSE = 20, 14  # Gauss-Hermite orders; their difference is the quadrature error estimate
@@ -35,11 +35,11 @@ def _te_2d(n: int, setting: Setting, o: Overlaps) -> float:
         # division by zero.
         sq, a, c = 0.0, 0.0, np.sqrt(setting.rho)
     A = setting.A_array
-    # (the loss per point compiled, 3-6x less CPU than numpy's temporaries: docs/numerics.md, "What a fixed point
+    # (the loss per point compiled, 2-5x less CPU than numpy's temporaries: docs/numerics.md, "What a fixed point
     # costs"; then numpy's pairwise sum, not BLAS's dot: the same bits whatever the thread count (--workers 1 runs
     # with BLAS threads, the workers with one), measured to differ in the 16th digit otherwise)
-    loss = test_loss_kernel(z, float(sq), float(o.m[0, 0]), float(o.m[1, 0]), float(a), float(c), float(setting.omega),
-                            float(A[0, 0]), float(A[1, 1]), float(setting.sigma**2))
+    loss = loss_at_nodes_kernel(z, float(sq), float(o.m[0, 0]), float(o.m[1, 0]), float(a), float(c),
+                                float(setting.omega), float(A[0, 0]), float(A[1, 1]), float(setting.sigma**2))
     return float(np.sum(w * loss))
 
 

@@ -366,7 +366,7 @@ def channel_kernel(z, sq, m1, m2, a, c, omega, A11, A22, V, V_prox, sigma2, gtol
 
 
 @numba.njit(cache=True, parallel=True, error_model="numpy")
-def test_loss_kernel(z, sq, m1, m2, a, c, omega, A11, A22, sigma2):
+def loss_at_nodes_kernel(z, sq, m1, m2, a, c, omega, A11, A22, sigma2):
     """The per-sample loss l(h, h*) at points z (4, n) (rows xi_1, xi_2, eta_1, eta_2): fields h_l = sq xi_l + m_l,
     h*_l = a xi_l + c eta_l, in observables' arithmetic and order (loss.attention_loss at target_diagonal's
     targets), one loop without temporaries.  Per-point values only: the caller's weighted sum is numpy's, so the test
