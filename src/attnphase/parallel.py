@@ -11,11 +11,12 @@ instead of waiting for their running tasks.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -142,22 +143,19 @@ def run_shared(func: Callable[[T], R], tasks: Sequence[T], workers: int,
     return results
 
 
-class _one_thread:
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
     """This process's numba and BLAS / OpenMP pools at one thread inside the block (restored after)."""
+    import numba
+    from threadpoolctl import threadpool_limits
 
-    def __enter__(self) -> None:
-        import numba
-        from threadpoolctl import threadpool_limits
-
-        self._numba = numba.get_num_threads()
-        numba.set_num_threads(1)
-        self._limits = threadpool_limits(1)
-
-    def __exit__(self, *exc: object) -> None:
-        import numba
-
-        numba.set_num_threads(self._numba)
-        self._limits.restore_original_limits()
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def terminate(executor: ProcessPoolExecutor) -> None:

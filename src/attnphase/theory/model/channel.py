@@ -169,19 +169,17 @@ def eta_images(setting: Setting, points: np.ndarray) -> np.ndarray | None:
     def mirrored(a: np.ndarray, b: np.ndarray) -> bool:
         return bool(np.array_equal(a[:e], b[:e]) and np.array_equal(a[e:], -b[e:]))
 
-    def visit(lo: int, hi: int, depth: int) -> None:
+    def visit(lo: int, hi: int, depth: int) -> bool:  # (whether a mirrored block was found in lo..hi)
         k = (hi - lo) // 2
         if k == 0 or (hi - lo) % 2 or depth > MIRROR_DEPTH:
-            return
+            return False
         a, b = points[:, lo:lo + k], points[:, lo + k:hi]
         if mirrored(a[:, :1], b[:, :1]) and mirrored(a, b):  # (the first column first: a cheap refusal)
             rep[lo + k:hi] = rep[lo:lo + k]
-            return
-        visit(lo, lo + k, depth + 1)
-        visit(lo + k, hi, depth + 1)
+            return True
+        return visit(lo, lo + k, depth + 1) | visit(lo + k, hi, depth + 1)
 
-    visit(0, rep.size, 1)
-    return rep if np.any(rep != np.arange(rep.size)) else None
+    return rep if visit(0, rep.size, 1) else None
 
 
 def _pointwise_f(setting: Setting, overlaps: Overlaps, points: np.ndarray, kernel: str, warm: np.ndarray | None,
