@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from scipy.special import ndtr, stdtrit
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.notes import Note, NoteCode
@@ -77,6 +78,8 @@ SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix 
 _RESEED_LEVEL = 5.0  # order parameter / collapse threshold where a full solve restarts after a coarse collapse
 _COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
 FRESH_RETRY_MAX = 0.2  # a failed chord's relative residual above which no fresh-Jacobian retry is made
+_CONFIDENCE = float(ndtr(3.0))  # of "zero within its error": that of 3 standard errors of a normal mean
+RESOLVE_REPLICAS = 16  # scramblings added (at most this many in all) where 3 errors and zero_within(k) disagree
 
 
 def _target_met(summ: list[dict], energies: list[float], target: float, branch: Branch) -> bool:
@@ -644,8 +647,9 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     rep = -1
     while True:
         rep += 1
-        if rep >= max(prec.replicas, prec.max_replicas) or (
-                rep >= prec.replicas and _target_met(summ, energies, prec.target, b)):
+        if rep >= prec.replicas and (rep >= max(prec.replicas, prec.max_replicas) or _target_met(
+                summ, energies, prec.target, b)) and (rep >= max(prec.max_replicas, RESOLVE_REPLICAS) or status != Status.ok
+                                                      or not _unresolved(setting, b, overlaps_reps, raw_reps, summ)):
             break
         bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel,
                        pattern=pattern)
@@ -747,7 +751,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     def sem(a: np.ndarray) -> np.ndarray:
         return np.std(a, axis=0, ddof=1) / np.sqrt(k) if k > 1 else np.full(np.shape(a)[1:], np.nan)
 
-    mean = Overlaps(**{f: np.mean([getattr(o, f) for o in overlaps_reps], axis=0) for f in ("q", "m", "V", "theta")})
+    mean = _mean_overlaps(overlaps_reps)
     hmean = HatOverlaps(**{f: np.mean([getattr(h, f) for h in hats_reps], axis=0)
                            for f in ("qhat", "mhat", "Vhat", "thetahat")})
     E = np.array(energies)
@@ -757,26 +761,11 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     errors = {key: float(sem(np.array([s[key] for s in summ]))) for key in ("q", "m", "V", "theta")}
     errors.update({"train_loss": float(sem(E[:, None])[0]), "test_error": te_err})
     s_mean = summaries(mean)
-    m_err, theta_err = errors["m"], errors["theta"]
-    m_size, theta_size = s_mean["m"], s_mean["theta"]
-    if k > 1 and not setting.untied:
-        # The order parameter's mean and error also as a vector with the signs the iteration found: a small order
-        # parameter that the points' graininess sustains points another way in each scrambling, and cancels
-        # (docs/numerics.md, "Measured cases behind solve.py": collapse as a vector).
-        s_raw = summaries(Overlaps(**{f: np.mean([getattr(o, f) for o in raw_reps], axis=0)
-                                      for f in ("q", "m", "V", "theta")}))
-        m_size, theta_size = min(m_size, s_raw["m"]), min(theta_size, s_raw["theta"])
-        m_err = max(m_err, _vector_sem([o.m for o in raw_reps]) / np.sqrt(setting.L))
-        theta_err = max(theta_err, _vector_sem([o.theta for o in raw_reps]))
-    if status == Status.ok and b == Branch.positional and m_size < max(order_threshold(np.sqrt(s_mean["q"])),
-                                                                           3 * m_err if k > 1 else 0.0):
-        status, message = Status.collapsed, (f"m is zero within its error{_as_found('m', m_size, s_mean['m'], m_err)}: "
-                                             "no distinct positional fixed point")
-    if status == Status.ok and b == Branch.semantic and theta_size < max(
-            order_threshold(np.sqrt(s_mean["q"] * setting.rho)), 3 * theta_err if k > 1 else 0.0):
-        status, message = Status.collapsed, ("theta is zero within its error"
-                                             f"{_as_found('theta', theta_size, s_mean['theta'], theta_err)}: "
-                                             "no distinct semantic fixed point")
+    order = _order_size(setting, b, overlaps_reps, raw_reps, summ)
+    if status == Status.ok and order is not None and order.size < order.threshold(zero_within(k)):
+        status, message = Status.collapsed, (f"{order.name} is zero within its error"
+                                             f"{_as_found(order.name, order.size, order.aligned, order.error)}: "
+                                             f"no distinct {branch} fixed point")
     if status == Status.ok and (not np.isfinite(E.mean()) or E.mean() < 0):
         # The training loss is a sum of squares plus a ridge term: a negative value is an iterate that ran away.
         status, message = Status.diverged, f"negative training loss {E.mean():.3g}"
@@ -832,6 +821,64 @@ def _as_found(name: str, size: float, aligned: float, err: float) -> str:
         return ""
     return (f" (the scramblings' fixed points point opposite ways: {name} {size:.2g} +- {err:.2g} as found, "
             f"{aligned:.2g} pointed one way)")
+
+
+@dataclasses.dataclass(frozen=True)
+class _OrderSize:
+    """The branch's order parameter over the scramblings' fixed points: its size (the smaller of the mean pointed
+    one way and the mean as found), the size pointed one way, its standard error and its collapse scale (1%)."""
+
+    name: str
+    size: float
+    aligned: float
+    error: float
+    scale: float
+
+    def threshold(self, errors: float) -> float:
+        """The size below which the order parameter is zero: 1% of its scale, or ``errors`` standard errors."""
+        return max(self.scale, errors * self.error if np.isfinite(self.error) else 0.0)
+
+
+def _mean_overlaps(reps: list[Overlaps]) -> Overlaps:
+    """The scramblings' mean, the untied student's marked as such: its summaries are the ones each scrambling's are
+    (before, the verdict took the tied student's size of an untied mean against the untied sizes' error)."""
+    return Overlaps(**{f: np.mean([getattr(o, f) for o in reps], axis=0) for f in ("q", "m", "V", "theta")},
+                    untied=reps[0].untied)
+
+
+def _order_size(setting: Setting, b: Branch, reps: list[Overlaps], raw_reps: list[Overlaps],
+                summ: list[dict]) -> _OrderSize | None:
+    """The positional branch's m or the semantic branch's theta (None for the others) over the k scramblings so far:
+    also as a vector with the signs the iteration found, where a small order parameter that the points' graininess
+    sustains points another way in each scrambling, and cancels (docs/numerics.md, "Measured cases behind
+    solve.py": collapse as a vector)."""
+    if b not in (Branch.positional, Branch.semantic):
+        return None
+    k = len(reps)
+    name = "m" if b == Branch.positional else "theta"
+    s_mean = summaries(_mean_overlaps(reps))
+    err = float(np.std([s[name] for s in summ], ddof=1) / np.sqrt(k)) if k > 1 else float("nan")
+    size = s_mean[name]
+    if k > 1 and not setting.untied:
+        size = min(size, summaries(_mean_overlaps(raw_reps))[name])
+        err = max(err, _vector_sem([getattr(o, name) for o in raw_reps]) / (np.sqrt(setting.L) if name == "m" else 1.0))
+    rho = 1.0 if name == "m" else setting.rho
+    return _OrderSize(name, size, s_mean[name], err, order_threshold(np.sqrt(s_mean["q"] * rho)))
+
+
+def zero_within(k: int) -> float:
+    """The standard errors within which the mean of k scramblings' order parameters is zero: the Student-t quantile
+    (k - 1 degrees of freedom) at the confidence of 3 errors of a normal mean, 99.87% one-sided; 3.0 as k grows,
+    9.2 at k = 4 (fast), 5.5 at 6 (default).  With 3 the normal error of only 4 scramblings' mean called a
+    branch present where it is not (docs/numerics.md, "Zero within its error")."""
+    return float(stdtrit(k - 1, _CONFIDENCE)) if k > 1 else 0.0
+
+
+def _unresolved(setting: Setting, b: Branch, reps: list[Overlaps], raw_reps: list[Overlaps], summ: list[dict]) -> bool:
+    """Whether the branch's order parameter is above 3 errors but within zero_within(k): more scramblings decide."""
+    order = _order_size(setting, b, reps, raw_reps, summ)
+    k = len(reps)
+    return order is not None and k > 1 and order.threshold(3.0) <= order.size < order.threshold(zero_within(k))
 
 
 def _vector_sem(arrays: list[np.ndarray]) -> float:
