@@ -117,7 +117,7 @@ def test_every_start_of_a_start_set_gets_the_status_it_gets_solved_alone():
     start: each start's record in the start set (default, scaled, wide_m, pattern) has the status that start gets
     when solved alone (solve(init=start): nothing shared), the records survive their dict round trip, and the
     branch is collapsed.  With token patterns (the symmetric setting) each line is solved from the default and
-    scaled starts."""
+    scaled starts, then walked from its own base."""
     from attnphase.theory.state_evolution.results import StartRecord
     from attnphase.theory.state_evolution.starts import default_start, named_starts
 
@@ -135,7 +135,9 @@ def test_every_start_of_a_start_set_gets_the_status_it_gets_solved_alone():
     for name, start in starts.items():
         assert solve(near, 1.5, "positional", "default", init=start).status == status[name], name
     sym = solve(L3, 1.5, "positional", "default")
-    assert [st.name for st in sym.starts] == ["1:2 default", "1:2 scaled", "1+1- default", "1+1- scaled"]
+    # (and each pattern none of whose starts gives a point is walked from its own base: "A pattern's path")
+    assert [st.name for st in sym.starts] == ["1:2 default", "1:2 scaled", "1+1- default", "1+1- scaled",
+                                              "1:2 ladder", "1+1- ladder"]
     assert sym.status == Status.collapsed
 
 
