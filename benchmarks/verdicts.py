@@ -48,11 +48,12 @@ ORDER = {"positional": "m", "semantic": "theta"}
 def signs_agree(s: Setting, fp: FixedPoint) -> bool | None:
     """Whether the scramblings' fixed points (as found: FixedPoint.hints.replica_x) point the first one's way in every
     student direction that carries an order parameter in both (overlaps.aligning_signs flips none); None with fewer
-    than two."""
+    than two or on a token pattern's subspace (the free layout does not unpack its coordinates)."""
     xs = fp.hints.replica_x
-    if len(xs) < 2:
-        return None
     layout = Layout.for_setting(s, as_branch(fp.branch))
+    if len(xs) < 2 or len(xs[0]) != layout.size:
+        # (a point solved on a token pattern's subspace has that subspace's coordinates: not compared, '-')
+        return None
     first = layout.unpack(np.asarray(xs[0]))
     return all(bool(np.all(aligning_signs(layout.unpack(np.asarray(x)), first) > 0)) for x in xs[1:])
 
