@@ -647,10 +647,13 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
     rep = -1
     while True:
         rep += 1
-        if rep >= prec.replicas and (rep >= max(prec.replicas, prec.max_replicas) or _target_met(
-                summ, energies, prec.target, b)) and (rep >= max(prec.max_replicas, RESOLVE_REPLICAS) or status != Status.ok
-                                                      or not _unresolved(setting, b, overlaps_reps, raw_reps, summ)):
-            break
+        if rep >= prec.replicas:
+            # Enough scramblings for the errors (default, high: their target) and for the verdict (zero_within).
+            enough = rep >= max(prec.replicas, prec.max_replicas) or _target_met(summ, energies, prec.target, b)
+            decided = (rep >= max(prec.max_replicas, RESOLVE_REPLICAS)
+                       or not _unresolved(setting, b, overlaps_reps, raw_reps, summ))
+            if enough and decided:
+                break
         bm = BranchMap(setting, alpha, b, integration_points(setting, prec, rep, seed), kernel=kernel,
                        pattern=pattern)
         x = _replica_start(rep, x, xs, hint if nm is not None else SolverHints(), alpha, bm)
