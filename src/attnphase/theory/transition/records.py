@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
+from scipy.special import stdtrit
 
 from attnphase.theory.state_evolution.results import FixedPoint
 
@@ -123,9 +124,8 @@ def spread_halfwidth(values: Sequence[float], confidence: float = 0.99) -> float
     if k < 2:
         return float("inf")
     sem = float(np.std(values, ddof=1)) / math.sqrt(k)
-    from scipy.stats import t as student_t  # lazily: scipy.stats takes ~2 s to import
-
-    return float(student_t.ppf(0.5 + confidence / 2, k - 1)) * sem
+    # (scipy.special's quantile, the one scipy.stats.t.ppf calls: the same bits without importing scipy.stats, 0.45 s)
+    return float(stdtrit(k - 1, 0.5 + confidence / 2)) * sem
 
 
 NAMES = ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes")
