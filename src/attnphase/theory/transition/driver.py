@@ -42,7 +42,7 @@ from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches
 from attnphase.theory.state_evolution.solve import solve_retrying
 from attnphase.theory.state_evolution.stability import ThetaStability, theta_stability
 from attnphase.theory.state_evolution.symmetric import LOG2_POINTS, SCRAMBLINGS
-from attnphase.theory.transition.ends import bisect_valid, narrow_at_interval
+from attnphase.theory.transition.ends import bisect_valid, confirm_fold, narrow_at_interval
 from attnphase.theory.transition.linearised import classify_end, instability, order_squared_intercept, theta_points
 from attnphase.theory.transition.records import Critical, TransitionResult, spread_halfwidth
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
@@ -333,7 +333,9 @@ def _mixed_end(setting: Setting, cache: dict[tuple[str, float], FixedPoint], gri
     end = Critical(name, 0.5 * (a_ok + a_bad), lo, hi, "unknown", method,
                    f"the mixed branch (one direction positional, one semantic) leaves the positional one here "
                    f"({why})")
-    return classify_end(end, pitch, "lower", order), pitch
+    mixed = [p for (b, _), p in cache.items() if b == MIXED]
+    return confirm_fold(setting, MIXED, classify_end(end, pitch, "lower", order), pitch, "lower", precision, seed,
+                        mixed), pitch
 
 
 def _mixed_pitchfork(setting: Setting, cache: dict[tuple[str, float], FixedPoint], grid: list[float], seed: int,

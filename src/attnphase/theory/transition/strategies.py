@@ -21,7 +21,14 @@ import numpy as np
 from attnphase.setting import Setting
 from attnphase.theory.model.overlaps import ORDER_NAME, Overlaps
 from attnphase.theory.state_evolution.results import FixedPoint
-from attnphase.theory.transition.ends import EndResult, branch_end, merge_end, path_as_overlaps, validity_ends
+from attnphase.theory.transition.ends import (
+    EndResult,
+    branch_end,
+    confirm_fold,
+    merge_end,
+    path_as_overlaps,
+    validity_ends,
+)
 from attnphase.theory.transition.linearised import (
     Instability,
     classify_end,
@@ -219,7 +226,8 @@ class SolverEnds:
                 continue
             if end.kind != "pitchfork":
                 order = theta_points([p for p in self.ve.points if p.branch == branch], ORDER_NAME[branch])
-                end = classify_end(end, pf, side, order)
+                end = confirm_fold(setting, branch, classify_end(end, pf, side, order), pf, side, precision, seed,
+                                   self.ve.points)
             self.ve.ends[end_name] = end
             lo, hi = self.ve.range[branch]
             # (the solver's points beyond a supercritical pitchfork are its imperfection, not the branch)
