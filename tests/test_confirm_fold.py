@@ -68,3 +68,19 @@ def test_l3_semantic_end_is_the_pitchfork_the_default_precision_finds() -> None:
     (a1, t1), (a2, t2) = [(p.alpha, p.summary()["theta"]) for p in ref]
     zero = a1 - t1**2 * (a1 - a2) / (t1**2 - t2**2)
     assert np.isfinite(zero) and end.lo <= zero <= end.hi, (zero, end)
+
+
+def test_a_fold_the_finer_precision_gives_no_verdict_on_is_unknown_from_fold_to_pitchfork(fast_semantic,
+                                                                                        monkeypatch) -> None:
+    """Where the finer solve ran out of iterations, either reading may hold: kind "unknown", the interval from the
+    fold's bottom to the pitchfork's top."""
+    from types import SimpleNamespace
+
+    from attnphase.notes import Status
+    from attnphase.theory.transition import ends
+
+    monkeypatch.setattr(ends, "probe_valid", lambda *a: SimpleNamespace(valid=False, status=Status.not_converged))
+    fold = Critical("alpha_sem_appears", 0.51, 0.50, 0.52, "fold", "bisection")
+    got = confirm_fold(STUDY, "semantic", fold, PITCH, "lower", "fast", 0, fast_semantic)
+    assert got.kind == "unknown" and got.value == fold.value
+    assert (got.lo, got.hi) == (fold.lo, PITCH.hi)

@@ -410,8 +410,8 @@ def confirm_fold(setting: Setting, branch: str, end: Critical, pitch: Critical, 
     to a fold of its own (L = 3 simplex, omega 0.6, semantic, fast: theta 0.018 at 0.4046 in every scrambling, below
     the pitchfork's interval [0.401, 0.485], while at default precision theta^2 falls linearly to zero at 0.425 and
     the branch is collapsed at 0.45 and below).  Where the finer solve collapses, the end is the pitchfork; where it
-    is valid, the fold stands, confirmed; where it gives no verdict (or there is no finer level), the fold stands
-    and its reason says so."""
+    is valid, the fold stands, confirmed; where it gives no verdict, kind "unknown" with the interval from the fold
+    to the pitchfork; where there is no finer level, the fold stands and its reason says so."""
     if end.kind != "fold" or not pitch.found:
         return end
     level = get_precision(precision).name
@@ -430,9 +430,12 @@ def confirm_fold(setting: Setting, branch: str, end: Critical, pitch: Critical, 
                         _joined(end.reason, f"confirmed at {finer} precision: valid at alpha = {a:.4g} "
                                             f"({order} = {p.summary()[order]:.3g})"))
     if p.status != Status.collapsed:
-        return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
-                        _joined(end.reason, f"not confirmed at {finer} precision: {p.status.value} at alpha = "
-                                            f"{a:.4g}"))
+        # (no verdict there: either reading may hold, so the end is somewhere from the fold to the pitchfork)
+        lo, hi = (end.lo, max(end.hi, pitch.hi)) if lower else (min(end.lo, pitch.lo), end.hi)
+        return Critical(end.name, end.value, lo, hi, "unknown", end.method,
+                        _joined(end.reason, f"not confirmed at {finer} precision ({p.status.value} at alpha = "
+                                            f"{a:.4g}): a fold or the pitchfork at {pitch.value:.4g}, the interval "
+                                            f"covering both"))
     way = "below" if lower else "above"
     return Critical(end.name, pitch.value, pitch.lo, pitch.hi, "pitchfork", pitch.method,
                     f"supercritical: the branch's valid points {way} the pitchfork at {level} precision (a fold at "
