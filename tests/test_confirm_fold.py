@@ -84,3 +84,16 @@ def test_a_fold_the_finer_precision_gives_no_verdict_on_is_unknown_from_fold_to_
     got = confirm_fold(STUDY, "semantic", fold, PITCH, "lower", "fast", 0, fast_semantic)
     assert got.kind == "unknown" and got.value == fold.value
     assert (got.lo, got.hi) == (fold.lo, PITCH.hi)
+
+
+def test_a_mixed_fold_where_the_branch_exists_at_the_finer_precision_stands() -> None:
+    """The mixed branch (r = 2, omega 0.3, born near 0.57: `transition --rank 2`) with a pitchfork condition placed
+    above where it exists: the default precision's solve at 1.125 is valid (both order parameters non-zero), so the
+    fold stands."""
+    s = Setting(r=2, omega=0.3)
+    points = solve_curve(s, [1.2, 1.0], "mixed", "fast")
+    assert all(p.valid for p in points)
+    pitch = Critical("mixed_pitchfork", 1.35, 1.3, 1.4, "pitchfork", "placed")
+    fold = Critical("alpha_mixed_appears", 0.925, 0.9, 0.95, "fold", "bisection")
+    got = confirm_fold(s, "mixed", fold, pitch, "lower", "fast", 0, points)
+    assert got.kind == "fold" and (got.value, got.lo, got.hi) == (fold.value, fold.lo, fold.hi)

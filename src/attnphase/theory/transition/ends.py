@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnphase.setting import Setting
-from attnphase.theory.model.overlaps import ORDER_NAME, Overlaps
+from attnphase.theory.model.overlaps import ORDER_NAME, Overlaps, as_branch
 from attnphase.theory.solvers.continuation import (
     BranchEnd,
     EndKind,
@@ -424,11 +424,10 @@ def confirm_fold(setting: Setting, branch: str, end: Critical, pitch: Critical, 
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
                         _joined(end.reason, f"not held at a finer precision ({why})"))
     p = probe_valid(setting, branch, a, near[0], near[1] if len(near) > 1 else None, finer, seed)
-    order = ORDER_NAME[branch]
     if p.valid:
+        sizes = ", ".join(f"{n} = {p.summary()[n]:.3g}" for n in as_branch(branch).order_parameters)
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
-                        _joined(end.reason, f"confirmed at {finer} precision: valid at alpha = {a:.4g} "
-                                            f"({order} = {p.summary()[order]:.3g})"))
+                        _joined(end.reason, f"confirmed at {finer} precision: valid at alpha = {a:.4g} ({sizes})"))
     if p.status != Status.collapsed:
         # (no verdict there: either reading may hold, so the end is somewhere from the fold to the pitchfork)
         lo, hi = (end.lo, max(end.hi, pitch.hi)) if lower else (min(end.lo, pitch.lo), end.hi)
