@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtr, stdtrit
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.notes import Note, NoteCode
@@ -56,7 +55,7 @@ from attnphase.theory.solvers.fixed_point import (
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
-from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero
+from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero, zero_within
 from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
     ALL_BRANCHES,
@@ -78,7 +77,6 @@ SECANT_MIN = 1e-2  # chord steps at least this large (scaled) update its matrix 
 _RESEED_LEVEL = 5.0  # order parameter / collapse threshold where a full solve restarts after a coarse collapse
 _COARSE_STREAM = 999  # scrambling index of the coarse points (replicas use 0 .. max_replicas - 1)
 FRESH_RETRY_MAX = 0.2  # a failed chord's relative residual above which no fresh-Jacobian retry is made
-_CONFIDENCE = float(ndtr(3.0))  # of "zero within its error": that of 3 standard errors of a normal mean
 RESOLVE_REPLICAS = 16  # scramblings added (at most this many in all) where 3 errors and zero_within(k) disagree
 
 
@@ -867,14 +865,6 @@ def _order_size(setting: Setting, b: Branch, reps: list[Overlaps], raw_reps: lis
         err = max(err, _vector_sem([getattr(o, name) for o in raw_reps]) / (np.sqrt(setting.L) if name == "m" else 1.0))
     rho = 1.0 if name == "m" else setting.rho
     return _OrderSize(name, size, s_mean[name], err, order_threshold(np.sqrt(s_mean["q"] * rho)))
-
-
-def zero_within(k: int) -> float:
-    """The standard errors within which the mean of k scramblings' order parameters is zero: the Student-t quantile
-    (k - 1 degrees of freedom) at the confidence of 3 errors of a normal mean, 99.87% one-sided; 3.0 as k grows,
-    9.2 at k = 4 (fast), 5.5 at 6 (default).  With 3 the normal error of only 4 scramblings' mean called a
-    branch present where it is not (docs/numerics.md, "Zero within its error")."""
-    return float(stdtrit(k - 1, _CONFIDENCE)) if k > 1 else 0.0
 
 
 def _unresolved(setting: Setting, b: Branch, reps: list[Overlaps], raw_reps: list[Overlaps], summ: list[dict]) -> bool:
