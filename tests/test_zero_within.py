@@ -63,3 +63,21 @@ def test_a_valid_point_reports_an_order_parameter_beyond_the_bound_of_its_scramb
             name = "theta" if branch == "semantic" else "m"
             if fp.valid:
                 assert fp.summary()[name] >= zero_within(fp.n_replicas) * fp.errors[name], (fp.alpha, fp.summary())
+
+
+def test_a_theta_eigenvalue_is_unstable_beyond_the_student_bound_of_its_scramblings():
+    """stability.ThetaStability against 1 with the same bound: beyond it `unstable` and resolved; between 3 errors
+    and it, not unstable and not resolved (theta_stability then adds scramblings); within 3 errors, resolved."""
+    from attnphase.theory.state_evolution.stability import ThetaStability
+
+    def st(values):
+        v = np.asarray(values)
+        return ThetaStability(float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)), tuple(values))
+
+    bound = student_t.ppf(norm.cdf(3.0), 2)  # (3 scramblings: 19.2)
+    far = st([1.031, 1.034, 1.037])  # 1.034 +- 0.0017: 19.6 errors above 1
+    assert far.error * bound < far.eigenvalue - 1.0 and far.unstable and far.resolved
+    mid = st([1.02, 1.034, 1.048])  # +- 0.0081: 4.2 errors
+    assert not mid.unstable and not mid.resolved
+    near = st([0.99, 1.01, 1.02])  # 0.4 errors
+    assert not near.unstable and near.resolved
