@@ -160,3 +160,34 @@ def test_positional_saddle_interval_holds_the_crossing_of_independent_scrambling
         sad = transition(s, seed=seed).critical["positional_saddle"]
         assert sad.found and sad.lo <= ref <= sad.hi, (seed, ref, sad)
         assert sad.hi - sad.lo < 0.4, sad  # (16 scramblings: 1.742 [1.462, 2.021] from 3 at seed 0)
+
+
+def test_positional_saddle_moves_its_pair_where_sixteen_scramblings_put_the_crossing_elsewhere(monkeypatch):
+    """The saddle's scan on a known eigenvalue: scrambling r's is f(alpha) + offset_r with f convex, and the first
+    three offsets lean up together, so three scramblings put the crossing a grid step too low.  With 16 at the pair
+    the record is the crossing of the 16 (each linear between the pair that holds the true one), whatever three said."""
+    from types import SimpleNamespace
+
+    from attnphase.theory.state_evolution.stability import RESOLVE_SCRAMBLINGS, ThetaStability
+    from attnphase.theory.transition import driver
+
+    rng = np.random.default_rng(3)
+    off = rng.normal(0.0, 0.02, RESOLVE_SCRAMBLINGS)
+    off[:3] = 0.05 + rng.normal(0.0, 0.002, 3)
+    off -= off.mean()  # (the 16's mean eigenvalue is f itself)
+
+    def f(a):
+        return 0.6 + 0.15 * a * a  # (1 at alpha = 1.633)
+
+    def fake(setting, alpha, point, seed=0, at_least=3):
+        ev = [f(alpha) + o for o in off[: max(3, at_least)]]
+        return ThetaStability(float(np.mean(ev)), float(np.std(ev, ddof=1) / np.sqrt(len(ev))), tuple(ev))
+
+    monkeypatch.setattr(driver, "theta_stability", fake)
+    grid = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0]
+    assert fake(None, 1.6, None).eigenvalue >= 1.0 > f(1.6)  # (three say the crossing lies below 1.6)
+    cache = {("positional", a): SimpleNamespace(valid=True, alpha=a, overlaps=None) for a in grid}
+    sad = driver._positional_saddle(Setting(L=3, positions="simplex", omega=0.6), cache, 0)
+    per = [1.6 + (1.0 - f(1.6) - o) * 0.2 / (f(1.8) - f(1.6)) for o in off]  # (each linear between 1.6 and 1.8)
+    assert sad.found and sad.value == pytest.approx(np.mean(per), abs=1e-12)
+    assert 1.6 < sad.value < 1.8 and sad.lo <= np.sqrt(0.4 / 0.15) <= sad.hi

@@ -377,18 +377,21 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
     if len(pts) < 2:
         return Critical.missing(name, "not in range", "fewer than two positional points were solved", method)
     where = f"the positional points solved in [{pts[0].alpha:.4g}, {pts[-1].alpha:.4g}]"
-    st: list[ThetaStability] = []
+    st = [theta_stability(setting, pts[0].alpha, pts[0].overlaps, seed)]
+    if st[0].eigenvalue >= 1.0:
+        return Critical.missing(name, "not in range", f"unstable along theta already at the lowest of {where} "
+                                f"(leading eigenvalue {st[0].eigenvalue:.3f})", method)
 
     def full(i: int) -> ThetaStability:
         if len(st[i].per_scrambling) < RESOLVE_SCRAMBLINGS:
             st[i] = theta_stability(setting, pts[i].alpha, pts[i].overlaps, seed, at_least=RESOLVE_SCRAMBLINGS)
         return st[i]
 
-    i = 0
+    i = 1
     while i < len(pts):
         if i == len(st):
             st.append(theta_stability(setting, pts[i].alpha, pts[i].overlaps, seed))
-        if i == 0 or not st[i - 1].eigenvalue < 1.0 <= st[i].eigenvalue:
+        if i == 0 or not st[i - 1].eigenvalue < 1.0 <= st[i].eigenvalue:  # (i 0: moved down past the lowest)
             i += 1
             continue
         if full(i).eigenvalue < 1.0:  # (the crossing lies further up)
@@ -398,9 +401,10 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
             i -= 1
             continue
         break
-    if i == len(pts) and st[0].eigenvalue >= 1.0:
+    if i == len(pts) and st[0].eigenvalue >= 1.0:  # (16 scramblings at the lowest point put it at or above 1)
         return Critical.missing(name, "not in range", f"unstable along theta already at the lowest of {where} "
-                                f"(leading eigenvalue {st[0].eigenvalue:.3f})", method)
+                                f"(leading eigenvalue {st[0].eigenvalue:.3f} from {len(st[0].per_scrambling)} "
+                                "scramblings)", method)
     if i == len(pts):
         return Critical.missing(name, "not in range", f"stable along theta at {where} (leading eigenvalue at most "
                                 f"{max(s.eigenvalue for s in st):.3f})", method)
