@@ -179,7 +179,7 @@ def test_positional_saddle_moves_its_pair_where_sixteen_scramblings_put_the_cros
     def f(a):
         return 0.6 + 0.15 * a * a  # (1 at alpha = 1.633)
 
-    def fake(setting, alpha, point, seed=0, at_least=3):
+    def fake(setting, alpha, point, seed=0, at_least=3, known=None):  # (its values by index: known is a prefix)
         ev = [f(alpha) + o for o in off[: max(3, at_least)]]
         return ThetaStability(float(np.mean(ev)), float(np.std(ev, ddof=1) / np.sqrt(len(ev))), tuple(ev))
 
@@ -191,3 +191,13 @@ def test_positional_saddle_moves_its_pair_where_sixteen_scramblings_put_the_cros
     per = [1.6 + (1.0 - f(1.6) - o) * 0.2 / (f(1.8) - f(1.6)) for o in off]  # (each linear between 1.6 and 1.8)
     assert sad.found and sad.value == pytest.approx(np.mean(per), abs=1e-12)
     assert 1.6 < sad.value < 1.8 and sad.lo <= np.sqrt(0.4 / 0.15) <= sad.hi
+
+
+def test_an_extended_estimate_is_the_one_computed_afresh():
+    """Scrambling k's points are the same on every call, so extending an estimate (``known``) gives the numbers a
+    fresh one with as many scramblings gives, bitwise."""
+    s = Setting(omega=0.3)
+    fp = solve(s, 1.0, "positional", "fast", stability=False)
+    three = theta_stability(s, 1.0, fp)
+    assert len(three.per_scrambling) == 3
+    assert theta_stability(s, 1.0, fp, at_least=6, known=three) == theta_stability(s, 1.0, fp, at_least=6)

@@ -21,6 +21,14 @@ def zero_within(k: int) -> float:
     return float(stdtrit(k - 1, _CONFIDENCE)) if k > 1 else 0.0
 
 
+def undecided(size: float, error: float, k: int, floor: float = 0.0) -> bool:
+    """Whether 3 standard errors and zero_within(k) disagree on whether size (a distance from zero, or from a level
+    such as an eigenvalue's 1) lies beyond its error: at least max(floor, 3 errors) but below max(floor, zero_within(k)
+    errors).  More scramblings decide (solve's collapse verdict, stability's eigenvalue against 1)."""
+    e = error if np.isfinite(error) else 0.0
+    return k > 1 and max(floor, 3.0 * e) <= size < max(floor, zero_within(k) * e)
+
+
 def squared_zero(p1: tuple[float, float, float], p2: tuple[float, float, float]) -> tuple[float, float] | None:
     """Where the square of an order parameter, linear in alpha through two points (alpha, value, its standard error),
     reaches zero, and that intercept's standard error (from the points' errors; a NaN error counts as 0).  None where

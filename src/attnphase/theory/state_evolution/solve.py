@@ -55,7 +55,7 @@ from attnphase.theory.solvers.fixed_point import (
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
 from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
-from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero, zero_within
+from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero, undecided, zero_within
 from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
     ALL_BRANCHES,
@@ -870,8 +870,7 @@ def _order_size(setting: Setting, b: Branch, reps: list[Overlaps], raw_reps: lis
 def _unresolved(setting: Setting, b: Branch, reps: list[Overlaps], raw_reps: list[Overlaps], summ: list[dict]) -> bool:
     """Whether the branch's order parameter is above 3 errors but within zero_within(k): more scramblings decide."""
     order = _order_size(setting, b, reps, raw_reps, summ)
-    k = len(reps)
-    return order is not None and k > 1 and order.threshold(3.0) <= order.size < order.threshold(zero_within(k))
+    return order is not None and undecided(order.size, order.error, len(reps), order.scale)
 
 
 def _vector_sem(arrays: list[np.ndarray]) -> float:

@@ -19,7 +19,7 @@ from attnphase.errors import InputError
 from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.overlaps import Overlaps
-from attnphase.theory.state_evolution.order import zero_within
+from attnphase.theory.state_evolution.order import undecided, zero_within
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.state_evolution.symmetric import SCRAMBLINGS, mirrored_points, order_jacobian
 
@@ -43,9 +43,7 @@ class ThetaStability:
     @property
     def resolved(self) -> bool:
         """Whether 3 errors and the Student-t bound of k scramblings say the same of the eigenvalue against 1."""
-        k = len(self.per_scrambling)
-        d = abs(self.eigenvalue - 1.0)
-        return k < 2 or (d > 3.0 * self.error) == (d > zero_within(k) * self.error)
+        return not undecided(abs(self.eigenvalue - 1.0), self.error, len(self.per_scrambling))
 
 
 def _stability(ev: list[float]) -> ThetaStability:
@@ -53,20 +51,21 @@ def _stability(ev: list[float]) -> ThetaStability:
 
 
 def theta_stability(setting: Setting, alpha: float, point: Overlaps | FixedPoint, seed: int = 0,
-                    at_least: int = SCRAMBLINGS) -> ThetaStability:
+                    at_least: int = SCRAMBLINGS, known: ThetaStability | None = None) -> ThetaStability:
     """The leading eigenvalue of theta's block at a positional point of a tied student (J by the score identity at the
     point itself, symmetric.order_jacobian, on SCRAMBLINGS sets of 2^15 points: 2^13 mirrored in eta and in xi; more,
     up to RESOLVE_SCRAMBLINGS, where 3 errors and the Student-t bound of their count disagree on which side of 1 it
     lies: L = 3 simplex, omega 0.6, alpha 1.645, fast, seed 1: 1.034 +- 0.003 from 3, 1.007 +- 0.006 from 12); at
-    least at_least.  Scrambling k's points are the same at every alpha.  The untied student's block is not checked
-    against training and is refused."""
+    least at_least.  Scrambling k's points are the same at every alpha (and every call), so ``known``, this point's
+    earlier estimate, is extended rather than recomputed.  The untied student's block is not checked against training
+    and is refused."""
     alpha = check_alpha(alpha)
     o = point.overlaps if isinstance(point, FixedPoint) else point
     if setting.untied:
         raise InputError("theta_stability is for a tied student (the untied student's is not checked)")
     if not isinstance(o, Overlaps) or not np.all(np.isfinite(o.m)) or np.any(o.theta != 0):
         raise InputError("theta_stability needs a positional point: finite m and theta = 0")
-    ev: list[float] = []
+    ev = list(known.per_scrambling) if known is not None else []
     while len(ev) < max(SCRAMBLINGS, at_least) or (len(ev) < RESOLVE_SCRAMBLINGS and not _stability(ev).resolved):
         J = order_jacobian(setting, alpha, "semantic", _mirrored_twice(setting, len(ev), seed), o)
         ev.append(float(np.max(np.linalg.eigvals(J).real)))

@@ -384,7 +384,8 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
 
     def full(i: int) -> ThetaStability:
         if len(st[i].per_scrambling) < RESOLVE_SCRAMBLINGS:
-            st[i] = theta_stability(setting, pts[i].alpha, pts[i].overlaps, seed, at_least=RESOLVE_SCRAMBLINGS)
+            st[i] = theta_stability(setting, pts[i].alpha, pts[i].overlaps, seed, at_least=RESOLVE_SCRAMBLINGS,
+                                    known=st[i])
         return st[i]
 
     i = 1
