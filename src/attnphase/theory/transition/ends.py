@@ -44,7 +44,7 @@ from attnphase.theory.state_evolution.starts import default_start
 from attnphase.theory.transition import adapter_map as bm
 from attnphase.theory.transition import linearised
 from attnphase.theory.transition.linearised import theta_points
-from attnphase.theory.transition.records import Critical, spread_halfwidth
+from attnphase.theory.transition.records import Critical, joined, spread_halfwidth
 
 # Where the branch exists relative to its end: the semantic branch above its end in alpha, the positional one
 # below (it is followed from its pitchfork at small alpha up to where it vanishes, if it does).
@@ -393,10 +393,6 @@ def narrow_bracket(setting: Setting, branch: str, a: float, bracket: tuple, prec
     return (a, p, p_ok, a_bad) if p.valid else (a_ok, p_ok, p_prev, a)
 
 
-def _joined(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
-
-
 FINER = {"fast": "default", "default": "high"}  # the level a fold read at one precision is held at
 
 
@@ -422,17 +418,17 @@ def confirm_fold(setting: Setting, branch: str, end: Critical, pitch: Critical, 
     if finer is None or not near:
         why = f"no precision finer than {level}" if finer is None else "no valid point to start from"
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
-                        _joined(end.reason, f"not held at a finer precision ({why})"))
+                        joined(end.reason, f"not held at a finer precision ({why})"))
     p = probe_valid(setting, branch, a, near[0], near[1] if len(near) > 1 else None, finer, seed)
     if p.valid:
         sizes = ", ".join(f"{n} = {p.summary()[n]:.3g}" for n in as_branch(branch).order_parameters)
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
-                        _joined(end.reason, f"confirmed at {finer} precision: valid at alpha = {a:.4g} ({sizes})"))
+                        joined(end.reason, f"confirmed at {finer} precision: valid at alpha = {a:.4g} ({sizes})"))
     if p.status != Status.collapsed:
         # (no verdict there: either reading may hold, so the end is somewhere from the fold to the pitchfork)
         lo, hi = (end.lo, max(end.hi, pitch.hi)) if lower else (min(end.lo, pitch.lo), end.hi)
         return Critical(end.name, end.value, lo, hi, "unknown", end.method,
-                        _joined(end.reason, f"not confirmed at {finer} precision ({p.status.value} at alpha = "
+                        joined(end.reason, f"not confirmed at {finer} precision ({p.status.value} at alpha = "
                                             f"{a:.4g}): a fold or the pitchfork at {pitch.value:.4g}, the interval "
                                             f"covering both"))
     way = "below" if lower else "above"

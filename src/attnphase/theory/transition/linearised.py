@@ -32,7 +32,7 @@ from attnphase.theory.state_evolution.symmetric import (
     mirrored_points,
     order_jacobian,
 )
-from attnphase.theory.transition.records import Critical, spread_halfwidth
+from attnphase.theory.transition.records import Critical, joined, spread_halfwidth
 
 BASES = ("agnostic", "positional")  # the fixed points a branch can leave at a pitchfork
 
@@ -272,7 +272,7 @@ def classify_end(end: Critical, pitch: Critical, side: str,
     if not end.found or not pitch.found:
         why = pitch.reason if not pitch.found else "the solver did not locate the end"
         return Critical(end.name, end.value, end.lo, end.hi, end.kind, end.method,
-                        (end.reason + "; " if end.reason else "") + f"pitchfork condition: {why}") \
+                        joined(end.reason, f"pitchfork condition: {why}")) \
             if end.found else end
     # Strictly: a bracket ending at an end of the pitchfork's interval comes from a solve there (the solver asked at
     # the interval's ends first), which puts the solver's end outside the interval, not in it.

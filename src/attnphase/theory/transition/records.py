@@ -128,6 +128,11 @@ def spread_halfwidth(values: Sequence[float], confidence: float = 0.99) -> float
     return float(stdtrit(k - 1, 0.5 + confidence / 2)) * sem
 
 
+def joined(*reasons: str) -> str:
+    """A critical value's reasons in one field: the non-empty ones, in order, separated by "; "."""
+    return "; ".join(r for r in reasons if r)
+
+
 NAMES = ("alpha_c", "alpha_l", "alpha_sem_appears", "alpha_pos_vanishes")
 # The other records, where the setting has them: the pitchfork conditions the branch ends were held against, the
 # positional branch's appearance, and for a tied student of rank >= 2 the mixed branch's (where alpha_c can come from).

@@ -15,7 +15,7 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.theory.state_evolution.results import FixedPoint
-from attnphase.theory.transition.records import Critical
+from attnphase.theory.transition.records import Critical, joined
 
 # f(alpha) -> (value, standard error): a difference of fixed-point quantities and its integration error.
 Noisy = Callable[[float], tuple[float, float]]
@@ -89,7 +89,7 @@ def root_interval(name: str, a: float, fa: float, ea: float, b: float, fb: float
     s = stat_halfwidth(a, fa, ea, b, fb, eb, z)
     if not math.isfinite(s):
         s = b - a  # (no error estimate: twice the bracket)
-        reason = "; ".join(r for r in (reason, "no integration error estimate: the interval is twice the bracket") if r)
+        reason = joined(reason, "no integration error estimate: the interval is twice the bracket")
     return Critical(name, float(c), float(min(a, c - s)), float(max(b, c + s)), "crossing", method, reason)
 
 
