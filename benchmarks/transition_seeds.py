@@ -3,7 +3,7 @@ seeds (independent Sobol scramblings of every integration point set), and whethe
 interval that does not hold its value under another draw of the points is a confident wrong answer (e.g. a finite
 point set's imperfect bifurcation read as a fold in one draw and not in the other).
 
-    python benchmarks/transition_seeds.py [--settings study,L3,L3w06,r2,rstar2,untied] [--seeds 0,1]
+    python benchmarks/transition_seeds.py [--settings study,L3,L3w06,r2,rstar2,untied|all] [--seeds 0,1]
                                           [--precision fast]
 
 Prints one row per setting and critical value: each seed's value, interval and kind, and "yes"/"NO" for overlap.
@@ -27,7 +27,17 @@ SETTINGS = {
     "r2": Setting(r=2, omega=0.3),
     "rstar2": Setting(r_star=2, omega=0.3),
     "untied": Setting(omega=0.3, student="untied"),
+    "study_w0": Setting(omega=0.0),
+    "study_w01": Setting(omega=0.1),
+    "study_w06": Setting(omega=0.6),
+    "L3w0": Setting(L=3, positions="simplex", omega=0.0),
+    "r2w0": Setting(r=2, omega=0.0),
+    "r2w06": Setting(r=2, omega=0.6),
+    "rstar2w06": Setting(r_star=2, omega=0.6),
+    "untiedw0": Setting(omega=0.0, student="untied"),
+    "L3tr2": Setting(L=3, positions="simplex", omega=0.6, r_star=2),
 }
+DEFAULT = "study,L3,L3w06,r2,rstar2,untied"  # (the rest: more omegas and shapes, minutes each)
 
 
 def _cell(c) -> str:
@@ -38,11 +48,11 @@ def _cell(c) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--settings", default=",".join(SETTINGS), help=f"comma list of {', '.join(SETTINGS)}")
+    ap.add_argument("--settings", default=DEFAULT, help=f"comma list of {', '.join(SETTINGS)}, or all")
     ap.add_argument("--seeds", default="0,1", help="two seeds, comma-separated")
     ap.add_argument("--precision", default="fast")
     args = ap.parse_args()
-    names = [s.strip() for s in args.settings.split(",") if s.strip()]
+    names = list(SETTINGS) if args.settings == "all" else [s.strip() for s in args.settings.split(",") if s.strip()]
     unknown = [n for n in names if n not in SETTINGS]
     if unknown:
         ap.error(f"--settings: unknown {', '.join(unknown)} (choose from {', '.join(SETTINGS)})")

@@ -184,6 +184,7 @@ def test_positional_saddle_moves_its_pair_where_sixteen_scramblings_put_the_cros
         return ThetaStability(float(np.mean(ev)), float(np.std(ev, ddof=1) / np.sqrt(len(ev))), tuple(ev))
 
     monkeypatch.setattr(driver, "theta_stability", fake)
+    monkeypatch.setattr(driver, "with_point_error", lambda setting, fp, st, seed: st)  # (these points have no error)
     grid = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0]
     assert fake(None, 1.6, None).eigenvalue >= 1.0 > f(1.6)  # (three say the crossing lies below 1.6)
     cache = {("positional", a): SimpleNamespace(valid=True, alpha=a, overlaps=None) for a in grid}
@@ -201,3 +202,71 @@ def test_an_extended_estimate_is_the_one_computed_afresh():
     three = theta_stability(s, 1.0, fp)
     assert len(three.per_scrambling) == 3
     assert theta_stability(s, 1.0, fp, at_least=6, known=three) == theta_stability(s, 1.0, fp, at_least=6)
+
+
+def test_the_points_own_error_is_in_its_eigenvalues_error():
+    """Study, omega 0.2, alpha 1.7 (fast), near where the positional branch merges back: the eigenvalue at the fast
+    point is 7 of J's errors from the one at the default-precision point (16 other scramblings of J's points, seed
+    7), because the fast point's m is off by its own integration error (measured 1.1665 +- 0.0074 against 1.1148).
+    with_point_error adds that error (0.030 measured): the two then agree within 3 errors."""
+    from attnphase.theory.state_evolution.stability import with_point_error
+
+    s, a = Setting(omega=0.2), 1.7
+    fast = solve(s, a, "positional", "fast", stability=False)
+    ref = theta_stability(s, a, solve(s, a, "positional", "default", stability=False), seed=7, at_least=16)
+    st = theta_stability(s, a, fast)
+    both = with_point_error(s, fast, st)
+    diff = abs(st.eigenvalue - ref.eigenvalue)
+    assert diff > 3 * st.error and both.point_error > 2 * st.error, (st, both, ref)
+    assert diff < 3 * np.hypot(both.total_error, ref.error), (both, ref)
+    assert both.eigenvalue == st.eigenvalue and both.point_scramblings == fast.n_replicas
+
+
+def test_study_saddle_at_omega_02_holds_default_precisions_crossing():
+    """The study at omega 0.2 (fast): the positional point turns unstable along theta near 1.65, where default
+    precision's eigenvalue crosses 1 (test_study_saddle_against_default_precision recomputes it).  From the
+    eigenvalue at the mean points alone the transition read 1.594 [1.587, 1.601], which excludes it; with the points'
+    own error it holds it."""
+    from attnphase.theory.transition.driver import transition
+
+    sad = transition(Setting(omega=0.2)).critical["positional_saddle"]
+    assert sad.found and sad.lo <= 1.65 <= sad.hi and sad.hi - sad.lo < 0.3, sad
+
+
+def test_study_saddle_at_omega_0_is_read_over_the_positional_branchs_range():
+    """The study at omega 0 (fast, the L = 2 adapter's ends): the transition seeks alpha_c and alpha_l below 0.76, and
+    its saddle, read from those positional points alone, was `not in range` ("stable").  Scanned over the branch's
+    range (the grid, and a point between its last and the branch's end at 0.93) it holds default precision's
+    crossing at 0.78 (test_study_saddle_against_default_precision recomputes it)."""
+    from attnphase.theory.transition.driver import transition
+
+    res = transition(Setting(omega=0.0))
+    sad, end = res.critical["positional_saddle"], res.critical["alpha_pos_vanishes"]
+    assert sad.found and sad.lo <= 0.78 <= sad.hi < end.value, (sad, end)
+
+
+def _default_crossing(s: Setting, alphas: list[float]) -> float:
+    """Where the eigenvalue at default-precision positional points (16 scramblings of J's points, seed 7) crosses 1,
+    linear between the two of alphas that straddle it."""
+    from attnphase.theory.state_evolution.order import level_crossing
+
+    pts = solve_curve(s, alphas, "positional", "default", stability=False)
+    ev = [theta_stability(s, p.alpha, p, seed=7, at_least=16).eigenvalue for p in pts]
+    k = next(k for k in range(len(ev) - 1) if ev[k] < 1.0 <= ev[k + 1])
+    return level_crossing((alphas[k], ev[k]), (alphas[k + 1], ev[k + 1]), 1.0)
+
+
+@pytest.mark.slow
+def test_study_saddle_against_default_precision():
+    """The study at omega 0.2 and 0 (fast): both ways of finding the branch ends (the L = 2 adapter, the solver's)
+    give a positional_saddle holding default precision's crossing (measured 1.65 and 0.78).  At omega 0 the adapter's
+    transition solved positional points only up to 0.76 and read "stable"; the saddle now scans the branch's whole
+    range (a point between the grid's last and the branch's end, 0.93)."""
+    from attnphase.theory.transition.driver import transition
+
+    for omega, alphas in ((0.2, [1.6, 1.625, 1.65, 1.675, 1.7]), (0.0, [0.74, 0.76, 0.78, 0.8, 0.82])):
+        s = Setting(omega=omega)
+        ref = _default_crossing(s, alphas)
+        for ends in ("adapter", "solves"):
+            sad = transition(s, ends=ends).critical["positional_saddle"]
+            assert sad.found and sad.lo <= ref <= sad.hi, (omega, ends, ref, sad)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
@@ -81,3 +82,39 @@ def test_a_theta_eigenvalue_is_unstable_beyond_the_student_bound_of_its_scrambli
     assert not mid.unstable and not mid.resolved
     near = st([0.99, 1.01, 1.02])  # 0.4 errors
     assert not near.unstable and near.resolved
+
+
+def test_welch_count_is_welch_satterthwaites_against_scipy():
+    """order.welch_count (J's error and a positional point's own, each with its count) against the degrees of freedom
+    of scipy's Welch t-test on samples with those standard errors and counts (plus one); one part: its own count."""
+    from scipy.stats import ttest_ind
+
+    from attnphase.theory.state_evolution.order import welch_count
+
+    rng = np.random.default_rng(0)
+    for na, nb, sb in ((3, 4, 5.0), (16, 4, 0.3), (6, 12, 1.0)):
+        a, b = rng.normal(0.0, 1.0, na), rng.normal(0.0, sb, nb)
+        ea, eb = a.std(ddof=1) / np.sqrt(na), b.std(ddof=1) / np.sqrt(nb)
+        df = ttest_ind(a, b, equal_var=False).df
+        assert welch_count([(ea, na), (eb, nb)]) == pytest.approx(df + 1.0, rel=1e-12)
+        assert min(na, nb) <= welch_count([(ea, na), (eb, nb)]) <= na + nb - 1
+    assert welch_count([(0.01, 6)]) == 6.0 and welch_count([(0.01, 6), (0.0, 4)]) == 6.0
+    assert welch_count([]) == 0.0
+
+
+def test_a_theta_eigenvalue_with_its_points_error_is_unstable_beyond_both_together():
+    """ThetaStability with the point's own error: `unstable` only where the eigenvalue clears 1 by the Student-t bound
+    of both errors together (Welch's count); a point error that is large undoes J's verdict, a small one does not
+    (L = 3, omega 0.6, alpha 2, fast: 1.0895 +- 0.0141 from 6 of J's, 0.0050 from 4 of the point's: still unstable)."""
+    import dataclasses
+
+    from attnphase.theory.state_evolution.stability import ThetaStability
+
+    j = ThetaStability(1.0895, 0.0141, (1.0,) * 6)
+    assert j.unstable and j.total_error == j.error
+    small = dataclasses.replace(j, point_error=0.0050, point_scramblings=4)
+    large = dataclasses.replace(j, point_error=0.03, point_scramblings=4)
+    assert small.unstable and not large.unstable
+    k = 1.0 + (0.0141**2 + 0.005**2) ** 2 / (0.0141**4 / 5 + 0.005**4 / 3)
+    bound = student_t.ppf(norm.cdf(3.0), k - 1)
+    assert (small.eigenvalue - bound * np.hypot(0.0141, 0.005) > 1.0) == small.unstable

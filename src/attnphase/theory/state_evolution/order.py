@@ -13,12 +13,23 @@ _CONFIDENCE = float(ndtr(3.0))  # of "zero within its error": that of 3 standard
 INTERCEPT_ERRORS = 3.0
 
 
-def zero_within(k: int) -> float:
+def zero_within(k: float) -> float:
     """The standard errors within which the mean of k scramblings' values is zero (or at a level): the Student-t
     quantile (k - 1 degrees of freedom) at the confidence of 3 errors of a normal mean, 99.87% one-sided; 3.0 as k
     grows, 9.2 at k = 4 (fast), 5.5 at 6 (default).  With 3 the normal error of only 4 scramblings' mean called a
     branch present where it is not (docs/numerics.md, "Zero within its error")."""
     return float(stdtrit(k - 1, _CONFIDENCE)) if k > 1 else 0.0
+
+
+def welch_count(parts: list[tuple[float, int]]) -> float:
+    """The count of scramblings whose Student-t quantile bounds a sum of independent means, each (its standard error,
+    its count): the Welch-Satterthwaite degrees of freedom plus one (a fraction in general; the count itself for one
+    part).  J's scramblings and the point's own (stability.with_point_error)."""
+    parts = [(e, k) for e, k in parts if k > 1 and np.isfinite(e) and e > 0]
+    if len(parts) < 2:
+        return float(parts[0][1]) if parts else 0.0
+    var = sum(e * e for e, _ in parts)
+    return 1.0 + var * var / sum(e**4 / (k - 1) for e, k in parts)
 
 
 def undecided(size: float, error: float, k: int, floor: float = 0.0) -> bool:
@@ -54,4 +65,4 @@ def level_crossing(p1: tuple[float, float], p2: tuple[float, float], level: floa
     return float(a1 + (level - y1) * (a2 - a1) / (y2 - y1))
 
 
-__all__ = ["INTERCEPT_ERRORS", "level_crossing", "squared_zero"]
+__all__ = ["INTERCEPT_ERRORS", "level_crossing", "squared_zero", "welch_count"]

@@ -103,13 +103,16 @@ def untied_summaries(o: Overlaps) -> dict[str, float]:
 class SolverHints:
     """What a solve leaves for the next one along a curve (not serialised, not part of the result's value): the
     Newton matrix (I - J)^{-1} at this point, each scrambling's fixed point, this alpha and its predecessor's
-    (alpha, scrambling-0 point), and whether the first scrambling converged from the given start."""
+    (alpha, scrambling-0 point), and whether the first scrambling converged from the given start.  replicas: each
+    scrambling's fixed point as overlaps, in the gauge of their mean (what a quantity of the point that the mean's
+    integration error moves is evaluated at, scrambling by scrambling: the positional saddle)."""
 
     first_scrambling_ok: bool = False
     newton_matrix: np.ndarray | None = None
     replica_x: tuple[np.ndarray, ...] = ()
     alpha: float | None = None
     predecessor: tuple[float, np.ndarray] | None = None
+    replicas: tuple[Overlaps, ...] = ()
 
 
 @dataclass(init=False, frozen=True)

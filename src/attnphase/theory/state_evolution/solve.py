@@ -774,12 +774,13 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
         warnings.extend(_directions_differ(summ, s_mean, errors, te - float(np.mean(te_reps))))
     if failures:
         warnings.append(Note(NoteCode.prox_tolerance, f"{failures} proximal points above gradient tolerance"))
-    hints = SolverHints(first_scrambling_ok=first_ok)
+    hints = SolverHints(first_scrambling_ok=first_ok, replicas=tuple(overlaps_reps))
     if nm is not None and status == Status.ok:
         # For continuation: the Jacobian, and each scrambling's fixed point (the same points at the next alpha give
         # a fixed point displaced from their mean in nearly the same way).
         hints = SolverHints(first_scrambling_ok=first_ok, newton_matrix=nm, replica_x=tuple(xs), alpha=alpha,
-                            predecessor=(hint.alpha, hint.replica_x[0]) if hint.replica_x else None)
+                            predecessor=(hint.alpha, hint.replica_x[0]) if hint.replica_x else None,
+                            replicas=tuple(overlaps_reps))
     if b == Branch.mixed:  # (after the hints: a continuation may start from the free solve's Newton matrix)
         status, message = _mixed_verdict(setting, s_mean, status, message, float(residual))
     fp = FixedPoint(

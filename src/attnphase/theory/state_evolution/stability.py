@@ -19,7 +19,7 @@ from attnphase.errors import InputError
 from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.overlaps import Overlaps
-from attnphase.theory.state_evolution.order import undecided, zero_within
+from attnphase.theory.state_evolution.order import undecided, welch_count, zero_within
 from attnphase.theory.state_evolution.results import FixedPoint
 from attnphase.theory.state_evolution.symmetric import SCRAMBLINGS, mirrored_points, order_jacobian
 
@@ -35,10 +35,18 @@ class ThetaStability:
     eigenvalue: float
     error: float
     per_scrambling: tuple[float, ...]
+    point_error: float = 0.0  # what the point's own integration error puts on it (with_point_error; 0: not taken)
+    point_scramblings: int = 0  # the scramblings that error is from
+
+    @property
+    def total_error(self) -> float:
+        return float(np.hypot(self.error, self.point_error))
 
     @property
     def unstable(self) -> bool:
-        return bool(self.eigenvalue - zero_within(len(self.per_scrambling)) * self.error > 1.0)
+        """Above 1 by the Student-t bound of both errors together (J's scramblings', the point's: order.welch_count)."""
+        k = welch_count([(self.error, len(self.per_scrambling)), (self.point_error, self.point_scramblings)])
+        return bool(self.eigenvalue - zero_within(k) * self.total_error > 1.0)
 
     @property
     def resolved(self) -> bool:
@@ -72,6 +80,22 @@ def theta_stability(setting: Setting, alpha: float, point: Overlaps | FixedPoint
     return _stability(ev)
 
 
+def with_point_error(setting: Setting, fp: FixedPoint, st: ThetaStability, seed: int = 0) -> ThetaStability:
+    """st (the eigenvalue at fp's overlaps) with the error that fp's own integration error puts on it: the eigenvalue
+    at each scrambling's fixed point of fp (its ``hints.replicas``), all on J's points of scrambling 0, whose spread
+    is then the points' alone, over the square root of their count.  Near where the positional branch merges back
+    into the agnostic point the eigenvalue moves by about 7 per unit of m, and that error is the larger (study, omega
+    0.2, alpha 1.645, fast: 0.008 from J's scramblings, 0.04 from the point's; docs/numerics.md, "Stability along
+    theta").  st unchanged where fp has fewer than two scramblings' fixed points (a precision with one replica, a
+    point read back)."""
+    reps = fp.hints.replicas
+    if len(reps) < 2:
+        return st
+    pts = _mirrored_twice(setting, 0, seed)
+    ev = [float(np.max(np.linalg.eigvals(order_jacobian(setting, fp.alpha, "semantic", pts, o)).real)) for o in reps]
+    return dataclasses.replace(st, point_error=float(np.std(ev, ddof=1) / np.sqrt(len(ev))), point_scramblings=len(ev))
+
+
 def _mirrored_twice(setting: Setting, rep: int, seed: int) -> np.ndarray:
     """The eta-mirrored points (theta's parity) with their xi-mirror images too (m -> -m, an exact symmetry of the
     equations): the estimate is then the same at m and -m, which an iteration reaches alike (L = 3, omega 0.6, alpha
@@ -89,10 +113,13 @@ def with_stability(setting: Setting, fp: FixedPoint, seed: int = 0) -> FixedPoin
     if fp.branch != "positional" or not fp.valid or setting.untied:
         return fp
     st = theta_stability(setting, fp.alpha, fp.overlaps, seed)
+    if st.unstable:
+        # (only where J's scramblings alone say so: the point's own error can only undo the verdict)
+        st = with_point_error(setting, fp, st, seed)
     if not st.unstable:
         return fp
     msg = (f"unstable along theta: the leading eigenvalue of the map's theta block at this point is "
-           f"{st.eigenvalue:.4g} +- {st.error:.2g} > 1, so a branch with theta != 0 has left the positional one "
+           f"{st.eigenvalue:.4g} +- {st.total_error:.2g} > 1, so a branch with theta != 0 has left the positional one "
            f"below alpha = {fp.alpha:g} (a pitchfork); where measured, training started next to such a point leaves "
            f"it (docs/numerics.md, \"Stability along theta\")")
     return dataclasses.replace(fp, warnings=fp.warnings + (Note(NoteCode.unstable_theta, msg),))

@@ -29,6 +29,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
+from scipy.special import stdtrit
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.parallel import check_workers, pool
@@ -36,15 +37,20 @@ from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.model.baseline import linear_baseline
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.fixed_point import Status
-from attnphase.theory.state_evolution.order import level_crossing
+from attnphase.theory.state_evolution.order import level_crossing, welch_count
 from attnphase.theory.state_evolution.precision import get_precision
 from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
-from attnphase.theory.state_evolution.stability import RESOLVE_SCRAMBLINGS, ThetaStability, theta_stability
+from attnphase.theory.state_evolution.stability import (
+    RESOLVE_SCRAMBLINGS,
+    ThetaStability,
+    theta_stability,
+    with_point_error,
+)
 from attnphase.theory.state_evolution.symmetric import LOG2_POINTS, SCRAMBLINGS
 from attnphase.theory.transition.ends import bisect_valid, confirm_fold, narrow_at_interval
 from attnphase.theory.transition.linearised import classify_end, instability, order_squared_intercept, theta_points
-from attnphase.theory.transition.records import Critical, TransitionResult, spread_halfwidth
+from attnphase.theory.transition.records import Critical, TransitionResult
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
 from attnphase.theory.transition.strategies import AdapterEnds, BranchEnds, SolverEnds
 
@@ -239,9 +245,9 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
         mix_c = critical["alpha_mixed_appears"]
         if mix_c.found and (not sem_c.found or mix_c.value < sem_c.value):
             sem_c = mix_c  # (the first branch with semantic content, as alpha grows)
-    elif not setting.untied:
-        # (with a mixed branch this is mixed_pitchfork; the untied student's block is not checked)
-        critical["positional_saddle"] = _positional_saddle(setting, cache, seed)
+    saddle = not mixed and not setting.untied  # (with a mixed branch: mixed_pitchfork; the untied: not checked)
+    if saddle:
+        critical["positional_saddle"] = Critical.missing("positional_saddle", "failed", "not reached")  # (its place)
     probed = False
     top = d_pts[0][0] if d_pts else float("nan")
     if d_pts and not any(d > 0 for _, d in d_pts) and sem_c.found and sem_c.hi < d_pts[0][0]:
@@ -269,6 +275,18 @@ def _transition(setting: Setting, grid: list[float], general: bool, precision: s
                                             alpha_min, competitor)
     critical["alpha_c"] = alpha_c
     critical["alpha_l"] = alpha_l_on_grid(g_pts, alpha_c, global_excess, xtol, z, alpha_min)
+    if saddle:
+        # Last, so that its points start no other solve.  Over the positional branch's whole range on the grid, not
+        # only where alpha_c and alpha_l were sought: at omega 0 the adapter's points ended at 0.76, below the
+        # saddle at 0.78, and it read "stable".
+        for a in grid:
+            if ends.exists("positional", a):
+                fp("positional", a)
+        top = max((p.alpha for (b, _), p in cache.items() if b == "positional" and p.valid), default=None)
+        vanish = critical.get("alpha_pos_vanishes")
+        if top is not None and vanish is not None and vanish.found and top < vanish.lo:
+            fp("positional", 0.5 * (top + vanish.lo))  # (between the grid's last point and the branch's end)
+        critical["positional_saddle"] = _positional_saddle(setting, cache, seed)
     return TransitionResult(omega=setting.omega, critical=critical, test_error_linear=te_lin,
                             alpha_range=(alpha_min, alpha_max), curves=branch_curves(cache), unstable=ends.unstable,
                             solves=solves[0], map_evaluations=ends.evaluations,
@@ -368,7 +386,11 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
     them and its crossing, the value their mean and the interval their 99% Student-t spread (as linearised.instability:
     each scrambling's points are the same at every alpha, so its eigenvalue is smooth in alpha and its offset from
     the others is the integration error; with 3 scramblings the spread understated it: L = 3 simplex, omega 0.6,
-    fast, seed 1, 1.533 [1.459, 1.606] where 12 others put the crossing at 1.64)."""
+    fast, seed 1, 1.533 [1.459, 1.606] where 12 others put the crossing at 1.64), widened by the two points' own
+    integration error (stability.with_point_error; without it the study at omega 0.2, fast, read 1.594 [1.587,
+    1.601] from the adapter's points and 1.638 [1.627, 1.649] from the solver's, where default precision puts the
+    crossing near 1.65).  The points: every grid point where the positional branch exists, and one between the last
+    and the branch's end."""
     name = "positional_saddle"
     method = (f"leading eigenvalue of theta's block of the linearised map at the solved positional points "
               f"({SCRAMBLINGS} scramblings of 2^{LOG2_POINTS + 2} points mirrored in eta and xi, {RESOLVE_SCRAMBLINGS} "
@@ -416,11 +438,20 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
     if len(xs) < len(roots):
         return Critical.missing(name, "failed", f"a scrambling's eigenvalue is the same at {a0:.4g} and {a1:.4g}",
                                 method)
-    v, half = float(np.mean(xs)), spread_halfwidth(xs)
+    # The points' own integration error moves both eigenvalues (the same scramblings of the solve at both: taken as
+    # fully correlated, the larger error of the crossing), propagated to it linearly and added to the crossings'
+    # error, the bound the Student-t one of both counts together (order.welch_count).
+    p0, p1 = (with_point_error(setting, pts[j], st[j], seed) for j in (i - 1, i))
+    (e0, e1), slope = (s0.eigenvalue, s1.eigenvalue), s1.eigenvalue - s0.eigenvalue
+    moved = (a1 - a0) * (abs(e1 - 1.0) * p0.point_error + abs(1.0 - e0) * p1.point_error) / slope**2
+    spread = float(np.std(xs, ddof=1) / np.sqrt(len(xs)))
+    k = welch_count([(spread, len(xs)), (moved, min(p0.point_scramblings, p1.point_scramblings))])
+    v, half = float(np.mean(xs)), float(stdtrit(k - 1, 0.995)) * float(np.hypot(spread, moved))
     return Critical(name, v, v - half, v + half, "pitchfork", method,
                     f"the leading eigenvalue crosses 1 between the positional points at {a0:.4g} ({s0.eigenvalue:.3f} "
-                    f"+- {s0.error:.2g}) and {a1:.4g} ({s1.eigenvalue:.3f} +- {s1.error:.2g}); {len(xs)} scramblings' "
-                    f"crossings from {min(xs):.4g} to {max(xs):.4g}")
+                    f"+- {s0.error:.2g}, the point's own error {p0.point_error:.2g}) and {a1:.4g} ({s1.eigenvalue:.3f} "
+                    f"+- {s1.error:.2g}, {p1.point_error:.2g}); {len(xs)} scramblings' crossings from {min(xs):.4g} to "
+                    f"{max(xs):.4g}, the points' error {moved:.2g} in alpha")
 
 
 def _alpha_c_without_crossing(d_pts: list[tuple[float, float]], failed_pairs: list[float], sem_c: Critical,
