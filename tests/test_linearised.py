@@ -378,3 +378,30 @@ def test_the_map_on_mirrored_points_is_the_same_whatever_their_order() -> None:
     a2 = update_hatoverlaps(s, 0.8, o2, pts, Branch.positional, minima=a.minima)
     b2 = update_hatoverlaps(s, 0.8, o2, pts[:, perm], Branch.positional, minima=b.minima)
     np.testing.assert_allclose(a2.hats.qhat, b2.hats.qhat, rtol=1e-12)
+
+
+def test_a_grid_alpha_without_a_base_point_is_passed_over(monkeypatch):
+    """instability on a known eigenvalue (0.5 + 0.5 alpha per scrambling, 1 at alpha 1) whose base point is not found
+    at one grid alpha below the crossing: the scan passes over it and brentq finds the root, ascending and (the
+    merge's scan, 1.5 - 0.5 alpha) descending.  It used to end the scan there ('failed': r = 2, omega 0, seed 0, the
+    mixed pitchfork, a positional point at 0.58 that did not converge).  Where every alpha fails: 'failed'."""
+    from attnphase.theory.solvers.fixed_point import Inadmissible
+    from attnphase.theory.state_evolution.starts import default_start
+
+    point = default_start(Setting(omega=0.3), Branch.agnostic)  # (a base point: only its warm starts use it)
+
+    def fake(rising, bad):
+        def leading(setting, alpha, branch, points, start=None, base="agnostic"):
+            if any(abs(alpha - b) < 1e-12 for b in bad):
+                raise Inadmissible(f"positional point not found at alpha = {alpha:g}")
+            return (0.5 + 0.5 * alpha if rising else 1.5 - 0.5 * alpha), point
+        return leading
+
+    s, grid = Setting(omega=0.3), [0.2, 0.6, 1.4, 1.8]
+    for rising, bad in ((True, [0.6]), (True, [0.2]), (False, [1.8])):
+        monkeypatch.setattr(lin, "leading_eigenvalue", fake(rising, bad))
+        c = lin.instability(s, "semantic", grid, xtol=1e-6, descending=not rising).critical
+        assert c.found and c.value == pytest.approx(1.0, abs=1e-5), (rising, bad, c)
+    monkeypatch.setattr(lin, "leading_eigenvalue", fake(True, grid))
+    c = lin.instability(s, "semantic", grid).critical
+    assert c.search == "failed" and "not found" in c.reason

@@ -122,20 +122,25 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
 
         try:
             if not roots:
-                order = grid[::-1] if descending else grid
-                a0, f0 = order[0], f(order[0])
-                if descending and f0 >= 0:
-                    return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue is at least 1 "
-                                                        f"at alpha = {hi:g}, the top of [{lo:g}, {hi:g}]", method),
-                                       tuple(roots), n_eval)
-                a1, f1 = a0, f0
-                for a in order[1:]:
-                    a1, f1 = a, f(a)
-                    if f0 * f1 <= 0:
+                # A grid alpha whose base point is not found is passed over, not the end of the scan: one positional
+                # point at 0.58 that did not converge left the mixed end of r = 2, omega 0 (seed 0) unclassified.
+                vals: list[tuple[float, float]] = []
+                missed: Inadmissible | None = None
+                for a in (grid[::-1] if descending else grid):
+                    try:
+                        vals.append((a, f(a)))
+                    except Inadmissible as exc:
+                        missed = exc
+                        continue
+                    if descending and len(vals) == 1 and vals[0][1] >= 0:
+                        return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue is at least "
+                                                            f"1 at alpha = {a:g}, the top of [{lo:g}, {hi:g}] where "
+                                                            f"its base point is found", method), tuple(roots), n_eval)
+                    if len(vals) > 1 and vals[-2][1] * vals[-1][1] <= 0:
                         break
-                    a0, f0 = a1, f1
-                if a1 < a0:
-                    a0, f0, a1, f1 = a1, f1, a0, f0
+                if len(vals) < 2 and missed is not None:
+                    raise missed
+                (a0, f0), (a1, f1) = sorted(vals[-2:] if len(vals) > 1 else vals * 2)
             else:
                 w = 4 * xtol + 0.01
                 a0, a1 = max(lo, roots[0] - w), min(hi, roots[0] + w)
