@@ -30,7 +30,9 @@ RESOLVE_SCRAMBLINGS = 16  # the most scramblings of J's points (as solve.RESOLVE
 class ThetaStability:
     """The leading eigenvalue (largest real part) of theta's block of the map at a positional point: its mean over
     independent scramblings of Sobol points mirrored in eta and xi, one standard error, and each scrambling's value.
-    ``unstable``: above 1 by more than the Student-t bound of its scramblings' count (order.zero_within)."""
+    ``unstable``: above 1 by more than the Student-t bound of its scramblings' count (order.zero_within); where the
+    point's own integration error is taken (with_point_error: point_error, point_scramblings), by the bound of both
+    errors together, with Welch's count (order.welch_count)."""
 
     eigenvalue: float
     error: float

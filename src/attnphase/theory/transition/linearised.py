@@ -133,9 +133,10 @@ def instability(setting: Setting, branch: str, grid: list[float], seed: int = 0,
                         missed = exc
                         continue
                     if descending and len(vals) == 1 and vals[0][1] >= 0:
+                        top = "the top" if a == hi else "the highest alpha with a base point"
                         return Instability(Critical.missing(name, "not in range", f"the leading eigenvalue is at least "
-                                                            f"1 at alpha = {a:g}, the top of [{lo:g}, {hi:g}] where "
-                                                            f"its base point is found", method), tuple(roots), n_eval)
+                                                            f"1 at alpha = {a:g}, {top} of [{lo:g}, {hi:g}]", method),
+                                           tuple(roots), n_eval)
                     if len(vals) > 1 and vals[-2][1] * vals[-1][1] <= 0:
                         break
                 if len(vals) < 2 and missed is not None:
