@@ -106,18 +106,24 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
     t0, c0 = time.perf_counter(), time.process_time()
     te_lin = float(linear_baseline(setting).test_error_linear)
     grid = [float(a) for a in np.linspace(alpha_min, alpha_max, n_grid)]
+    auto = ends == "auto"
     if workers > 1:
         with pool(1) as ex:
-            return _transition(setting, grid, general, precision, xtol, seed, z, te_lin, t0, c0, ex)
-    return _transition(setting, grid, general, precision, xtol, seed, z, te_lin, t0, c0, None)
+            return _transition(setting, grid, general, precision, xtol, seed, z, te_lin, t0, c0, ex, auto)
+    return _transition(setting, grid, general, precision, xtol, seed, z, te_lin, t0, c0, None, auto)
 
 
 def _transition(setting: Setting, grid: list[float], general: bool, precision: str, xtol: float, seed: int,
-                z: float, te_lin: float, t0: float, c0: float, ex: Executor | None) -> TransitionResult:
+                z: float, te_lin: float, t0: float, c0: float, ex: Executor | None,
+                auto: bool = False) -> TransitionResult:
     alpha_min, alpha_max = grid[0], grid[-1]
     step = (alpha_max - alpha_min) / (len(grid) - 1)
     ends: BranchEnds = (SolverEnds(setting, grid, precision, seed, xtol) if general
                         else AdapterEnds(setting, alpha_min, alpha_max, precision, seed, ex))
+    if auto and isinstance(ends, AdapterEnds) and ends.no_pitchfork():
+        # The adapter's Newton starts from a guess, unbracketed: where it finds no pitchfork (the study from omega 0.6
+        # on, the semantic one above the range) every end read 'failed'; the solver's way scans the grid.
+        ends = SolverEnds(setting, grid, precision, seed, xtol)
     cache: dict[tuple[str, float], FixedPoint] = {(p.branch, round(p.alpha, 12)): p for p in ends.seed_points()}
     solves = [len(cache)]
 

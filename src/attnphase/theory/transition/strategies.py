@@ -97,6 +97,10 @@ class AdapterEnds:
     def evaluations(self) -> int:
         return self.sem.evaluations + self.pos.evaluations
 
+    def no_pitchfork(self) -> bool:
+        """Whether the adapter's Newton failed to locate either branch's pitchfork (no end it can read)."""
+        return Search.failed in (self.sem.pitchfork.search, self.pos.pitchfork.search)
+
     @property
     def unstable(self) -> dict[str, list[dict[str, float]]]:
         return {b: path_as_overlaps(e) for b, e in (("semantic", self.sem), ("positional", self.pos))
