@@ -79,7 +79,8 @@ def transition(setting: Setting, alpha_min: float = 0.05, alpha_max: float = 2.0
 
     ends: "adapter" locates the branch ends as properties of the equations (pitchfork / fold, the L = 2,
     r = r* = 1, antipodal adapter); "solves" locates them where the solver stops finding each branch (any
-    setting; kind "unknown"); "auto": the adapter where it applies.  workers > 1: the positional branch's end (with
+    setting; kind "unknown"); "auto": the adapter where it applies and finds both pitchforks, else the
+    solver's (the study from omega 0.6 on).  workers > 1: the positional branch's end (with
     the adapter) and its fixed points are computed in a second process while this one does the semantic branch's
     (same numbers; it pays only where the proximal kernel's own threads leave cores idle, e.g. many cores, or
     NUMBA_NUM_THREADS=1).
