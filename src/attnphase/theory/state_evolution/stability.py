@@ -77,9 +77,13 @@ def theta_stability(setting: Setting, alpha: float, point: Overlaps | FixedPoint
         raise InputError("theta_stability needs a positional point: finite m and theta = 0")
     ev = list(known.per_scrambling) if known is not None else []
     while len(ev) < max(SCRAMBLINGS, at_least) or (len(ev) < RESOLVE_SCRAMBLINGS and not _stability(ev).resolved):
-        J = order_jacobian(setting, alpha, "semantic", _mirrored_twice(setting, len(ev), seed), o)
-        ev.append(float(np.max(np.linalg.eigvals(J).real)))
+        ev.append(_leading(setting, alpha, _mirrored_twice(setting, len(ev), seed), o))
     return _stability(ev)
+
+
+def _leading(setting: Setting, alpha: float, points: np.ndarray, o: Overlaps) -> float:
+    """The largest real part among the eigenvalues of theta's block at the positional point o, on these points."""
+    return float(np.max(np.linalg.eigvals(order_jacobian(setting, alpha, "semantic", points, o)).real))
 
 
 def with_point_error(setting: Setting, fp: FixedPoint, st: ThetaStability, seed: int = 0) -> ThetaStability:
@@ -94,7 +98,7 @@ def with_point_error(setting: Setting, fp: FixedPoint, st: ThetaStability, seed:
     if len(reps) < 2:
         return st
     pts = _mirrored_twice(setting, 0, seed)
-    ev = [float(np.max(np.linalg.eigvals(order_jacobian(setting, fp.alpha, "semantic", pts, o)).real)) for o in reps]
+    ev = [_leading(setting, fp.alpha, pts, o) for o in reps]
     return dataclasses.replace(st, point_error=float(np.std(ev, ddof=1) / np.sqrt(len(ev))), point_scramblings=len(ev))
 
 

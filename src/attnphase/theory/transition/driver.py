@@ -29,7 +29,6 @@ from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
-from scipy.special import stdtrit
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.parallel import check_workers, pool
@@ -37,7 +36,7 @@ from attnphase.setting import Setting, check_alpha, check_int, check_number
 from attnphase.theory.model.baseline import linear_baseline
 from attnphase.theory.model.overlaps import Overlaps
 from attnphase.theory.solvers.fixed_point import Status
-from attnphase.theory.state_evolution.order import level_crossing, welch_count
+from attnphase.theory.state_evolution.order import level_crossing
 from attnphase.theory.state_evolution.precision import get_precision
 from attnphase.theory.state_evolution.results import MIXED, FixedPoint, branches_for, lowest
 from attnphase.theory.state_evolution.solve import solve_retrying
@@ -50,7 +49,7 @@ from attnphase.theory.state_evolution.stability import (
 from attnphase.theory.state_evolution.symmetric import LOG2_POINTS, SCRAMBLINGS
 from attnphase.theory.transition.ends import bisect_valid, confirm_fold, narrow_at_interval
 from attnphase.theory.transition.linearised import classify_end, instability, order_squared_intercept, theta_points
-from attnphase.theory.transition.records import Critical, TransitionResult
+from attnphase.theory.transition.records import Critical, TransitionResult, spread_halfwidth
 from attnphase.theory.transition.roots import alpha_c_on_grid, alpha_l_on_grid, branch_curves
 from attnphase.theory.transition.strategies import AdapterEnds, BranchEnds, SolverEnds
 
@@ -446,14 +445,12 @@ def _positional_saddle(setting: Setting, cache: dict[tuple[str, float], FixedPoi
         return Critical.missing(name, "failed", f"a scrambling's eigenvalue is the same at {a0:.4g} and {a1:.4g}",
                                 method)
     # The points' own integration error moves both eigenvalues (the same scramblings of the solve at both: taken as
-    # fully correlated, the larger error of the crossing), propagated to it linearly and added to the crossings'
-    # error, the bound the Student-t one of both counts together (order.welch_count).
+    # fully correlated, the larger error of the crossing), propagated to it linearly and added to the crossings'.
     p0, p1 = (with_point_error(setting, pts[j], st[j], seed) for j in (i - 1, i))
     (e0, e1), slope = (s0.eigenvalue, s1.eigenvalue), s1.eigenvalue - s0.eigenvalue
     moved = (a1 - a0) * (abs(e1 - 1.0) * p0.point_error + abs(1.0 - e0) * p1.point_error) / slope**2
-    spread = float(np.std(xs, ddof=1) / np.sqrt(len(xs)))
-    k = welch_count([(spread, len(xs)), (moved, min(p0.point_scramblings, p1.point_scramblings))])
-    v, half = float(np.mean(xs)), float(stdtrit(k - 1, 0.995)) * float(np.hypot(spread, moved))
+    also = (moved, min(p0.point_scramblings, p1.point_scramblings))
+    v, half = float(np.mean(xs)), spread_halfwidth(xs, also=also)
     return Critical(name, v, v - half, v + half, "pitchfork", method,
                     f"the leading eigenvalue crosses 1 between the positional points at {a0:.4g} ({s0.eigenvalue:.3f} "
                     f"+- {s0.error:.2g}, the point's own error {p0.point_error:.2g}) and {a1:.4g} ({s1.eigenvalue:.3f} "

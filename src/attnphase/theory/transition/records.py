@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtrit
 
+from attnphase.theory.state_evolution.order import welch_count
 from attnphase.theory.state_evolution.results import FixedPoint
 
 
@@ -118,14 +119,21 @@ class Critical:
                 f"{p}_method": self.method, f"{p}_reason": self.reason}
 
 
-def spread_halfwidth(values: Sequence[float], confidence: float = 0.99) -> float:
-    """Half-width of a two-sided Student-t confidence interval of the mean of independent replicas."""
+def spread_halfwidth(values: Sequence[float], confidence: float = 0.99,
+                     also: tuple[float, int] | None = None) -> float:
+    """Half-width of a two-sided Student-t confidence interval of the mean of independent replicas.  also: a second,
+    independent error of that mean (its standard error, from its own count of scramblings), added in quadrature, the
+    quantile's count then Welch-Satterthwaite's (order.welch_count)."""
     k = len(values)
     if k < 2:
         return float("inf")
     sem = float(np.std(values, ddof=1)) / math.sqrt(k)
+    count: float = k
+    if also is not None:
+        count = welch_count([(sem, k), also])
+        sem = float(np.hypot(sem, also[0]))
     # (scipy.special's quantile, the one scipy.stats.t.ppf calls: the same bits without importing scipy.stats, 0.45 s)
-    return float(stdtrit(k - 1, 0.5 + confidence / 2)) * sem
+    return float(stdtrit(count - 1, 0.5 + confidence / 2)) * sem
 
 
 def joined(*reasons: str) -> str:
