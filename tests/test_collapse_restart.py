@@ -368,3 +368,23 @@ def test_a_step_past_where_the_paths_order_parameter_vanishes_ends_the_path():
     fp = solve(s, 1.8, "positional", "fast")
     assert fp.status == Status.collapsed, fp
     assert NoteCode.branch_end in [w.code for w in fp.warnings]
+
+
+@pytest.mark.parametrize("omega, alpha", [(0.6, 1.95), (0.5, 1.25)])
+def test_a_semantic_point_is_not_lost_to_an_extrapolation_across_theta_zero(omega, alpha):
+    """The study at omega 0.6, alpha 1.95 (0.5, 1.25), fast: Anderson's extrapolation took theta from 0.085 to -0.005
+    (from 0.077 to -0.064 in the third scrambling), across the symmetry theta -> -theta, to the agnostic point (to the
+    mirror point, then 'the scramblings point opposite ways'): 'collapsed', while the curve continued down from 2
+    (omega 0.6) and the default-precision point (omega 0.5), both reached another way, are valid there.  The single
+    point must agree with them."""
+    s = Setting(omega=omega)
+    fp = solve(s, alpha, "semantic", "fast", stability=False)
+    if omega == 0.6:
+        from attnphase.theory.state_evolution.curves import solve_curve
+
+        ref = solve_curve(s, [alpha, 2.0], "semantic", "fast", stability=False)[0]
+    else:
+        ref = solve(s, alpha, "semantic", "default", stability=False)
+    assert ref.valid and fp.valid, (ref.status, fp.status, fp.message)
+    gap = abs(summaries(fp.overlaps)["theta"] - summaries(ref.overlaps)["theta"])
+    assert gap <= 3 * np.hypot(fp.errors["theta"], ref.errors["theta"]) + 1e-4

@@ -40,6 +40,25 @@ def test_anderson_statuses():
     assert col.status == Status.collapsed
 
 
+def test_anderson_with_keeps_never_evaluates_across_the_symmetry():
+    """x -> x + 0.3 (x - x^3) is odd: fixed points -1, 0, 1, the plain iteration from 0.3 goes to 1.  Anderson's
+    extrapolation (a secant step in one dimension) jumps from 0.3 to -0.69, across the symmetry; with keeps (the
+    sign of x[0] kept) no point on the other side is evaluated."""
+
+    def run(keeps):
+        seen = []
+
+        def G(x):
+            seen.append(x[0])
+            return np.array([x[0] + 0.3 * (x[0] - x[0] ** 3), 0.5 * x[1] + 0.1 * x[0] ** 2]), None
+
+        anderson(G, np.array([0.3, 0.0]), tol=1e-10, max_iter=100, far_steps=0, keeps=keeps)
+        return np.array(seen)
+
+    assert run(None).min() < -0.5
+    assert run(lambda x, cand: bool(np.sign(cand[0]) == np.sign(x[0]))).min() >= 0.0
+
+
 def test_anderson_with_an_approximate_map_returns_the_exact_maps_fixed_point():
     """An approximation only steers: its own fixed point (cos x + 1e-3 = x) is not returned, the exact one is, and
     every verdict comes from an exact evaluation."""

@@ -447,7 +447,7 @@ def rotate_hats(h: HatOverlaps, R: np.ndarray, R_star: np.ndarray | None = None)
     return HatOverlaps(qhat=R.T @ h.qhat @ R, mhat=h.mhat @ R, Vhat=R.T @ h.Vhat @ R, thetahat=th)
 
 
-def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
+def aligning_signs(o: Overlaps, ref: Overlaps, any_size: bool = False) -> np.ndarray:
     """The signs (one per field direction: the diagonal of an exact symmetry R) that make o point ref's way: each
     student direction flipped (Q's column j -> -Q's column j; untied: the query's and the key's column j together)
     where its order parameter ([theta^T; m] in that column, untied: both halves') points away from ref's.  For
@@ -456,7 +456,8 @@ def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
     ring of positional points at omega 0.6 the scramblings' m came out with opposite signs, averaged to half their
     size).  Only directions that carry an order parameter in both (norm above COLLAPSE, 1%, of sqrt(q_jj): the
     collapse threshold without its floor, as a sign needs no absolute size); all ones where every such direction
-    already points ref's way."""
+    already points ref's way.  any_size: o's directions of any size (those that carry one in ref), for a step that
+    must not cross to the other side."""
     if o.untied != ref.untied or o.q.shape != ref.q.shape:
         raise InputError("aligning_signs needs two representatives of the same shape (tied or untied alike)")
 
@@ -468,7 +469,7 @@ def aligning_signs(o: Overlaps, ref: Overlaps) -> np.ndarray:
         return np.vstack([Z[:, :r], Z[:, r:]]), d[:r] + d[r:]
 
     (Z, d), (Zr, dr) = order(o), order(ref)
-    carries = (np.linalg.norm(Z, axis=0) > COLLAPSE * np.sqrt(np.abs(d))) & (
+    carries = (any_size or np.linalg.norm(Z, axis=0) > COLLAPSE * np.sqrt(np.abs(d))) & (
         np.linalg.norm(Zr, axis=0) > COLLAPSE * np.sqrt(np.abs(dr)))
     s = np.where(carries & (np.einsum("ij,ij->j", Z, Zr) < 0), -1.0, 1.0)
     return np.concatenate([s, s]) if o.untied else s

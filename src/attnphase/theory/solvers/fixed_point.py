@@ -94,12 +94,17 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
              far: float = FAR, far_mixing: float = 0.3, far_steps: int = FAR_STEPS, accept: float = 0.0,
              stagnation: int = 12, scale: Scale | None = None,
              collapsing: Callable[[np.ndarray, np.ndarray], str | None] | None = None,
-             approx: Map | None = None, exact_every: int = EXACT_EVERY) -> SolverResult:
+             approx: Map | None = None, exact_every: int = EXACT_EVERY,
+             keeps: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> SolverResult:
     """Anderson-accelerated iteration x <- G(x) to relative residual < tol, with damping as fallback.
 
     - Far from the fixed point (residual > far) the first far_steps steps are damped (Anderson extrapolates
       wildly there and can throw the iterate into another branch's basin).
     - A step outside the admissible set (predicate, or G raising Inadmissible) is replaced by a damped one.
+    - keeps(x, cand): whether an extrapolated step from x to cand stays on x's side of a symmetry of the map (the
+      sign of an order parameter); one that does not is replaced by the step without history (x + mixing * r) and
+      the history cleared.  The map's own steps keep the side; an extrapolation across it lands on another fixed
+      point (a mirror image, or the symmetric point between them, which is also a fixed point).
     - If the residual stalls at or below `accept` for `stagnation` iterations (the map is piecewise constant at
       the scale of one integration point changing basin), the best iterate is accepted with a warning.
     - collapsed(x): the branch's order parameter has decayed (the iterate flows to a more symmetric point).
@@ -120,7 +125,7 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
     """
     kw = dict(tol=tol, max_iter=max_iter, admissible=admissible, collapsed=collapsed, diverged=diverged, depth=depth,
               mixing=mixing, far=far, far_mixing=far_mixing, far_steps=far_steps, accept=accept,
-              stagnation=stagnation, scale=scale, collapsing=collapsing)
+              stagnation=stagnation, scale=scale, collapsing=collapsing, keeps=keeps)
     if approx is None:
         return _anderson(fmap, x0, **kw)
     try:
@@ -135,7 +140,8 @@ def _anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissibl
               collapsed: Predicate, diverged: Predicate, depth: int, mixing: float, far: float, far_mixing: float,
               far_steps: int, accept: float, stagnation: int, scale: Scale | None,
               collapsing: Callable[[np.ndarray, np.ndarray], str | None] | None, approx: Map | None = None,
-              exact_every: int = EXACT_EVERY) -> SolverResult:
+              exact_every: int = EXACT_EVERY,
+              keeps: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> SolverResult:
     """anderson's iteration; raises _Dropped where the approximation is dropped."""
     scale = scale or default_scale
     x = np.array(x0, dtype=float)
@@ -215,6 +221,10 @@ def _anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissibl
             s = scale(x)
             gamma, *_ = np.linalg.lstsq(dR / s[:, None], r / s, rcond=None)
             cand = x + damping * r - (dX + damping * dR) @ gamma
+            if keeps is not None and not keeps(x, cand):
+                cand = x + damping * r
+                X_hist.clear()
+                R_hist.clear()
         else:
             cand = x + damping * r
         if not admissible(cand):

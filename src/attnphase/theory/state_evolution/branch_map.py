@@ -275,6 +275,14 @@ class BranchMap:
         mask[self.layout.block(name)] = True
         return bool(np.max(rel[~mask], initial=0.0) <= near and np.max(rel[mask], initial=0.0) > far)
 
+    def keeps_signs(self, x: np.ndarray, cand: np.ndarray) -> bool:
+        """cand points every student direction's order parameter the way x does, whatever its size in cand
+        (overlaps.aligning_signs): anderson's
+        `keeps`.  Flipping a direction is a symmetry, so the map's own steps keep each sign (in the gauge the image
+        takes the input's); Anderson's extrapolation across it reached the mirror point or the agnostic one
+        (docs/numerics.md, "An extrapolation across a symmetry")."""
+        return bool(np.all(aligning_signs(self.layout.unpack(cand), self.layout.unpack(x), any_size=True) > 0))
+
     def collapsed(self, x: np.ndarray) -> bool:
         """The branch's order parameter has decayed to ~0 (flowing to the agnostic point)."""
         order = self._order(self.layout.unpack(x))

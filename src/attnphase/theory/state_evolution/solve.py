@@ -143,7 +143,7 @@ def _coarse_start(setting: Setting, alpha: float, b: Branch, prec: Precision, x:
     bm = BranchMap(setting, alpha, b, pts, kernel=kernel, pattern=pattern)
     sol = anderson(bm.step, x, tol=_coarse_tol(prec), max_iter=prec.max_iter, admissible=bm.admissible,
                    collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
-                   approx=bm.approximate)
+                   approx=bm.approximate, keeps=bm.keeps_signs)
     if sol.status == Status.collapsed:
         # The coarse and full iterations take the same path to the agnostic point; the full one restarts from the
         # coarse end with the order parameter back at 5x the collapse threshold, so the verdict is the full map's.
@@ -686,7 +686,7 @@ def _solve(setting: Setting, alpha: float, b: Branch, prec: Precision, init: Ove
                            collapsed=bm.collapsed, diverged=bm.diverged, accept=prec.accept, scale=bm.layout.scale,
                            far_steps=0 if reseeded and rep == 0 else FAR_STEPS,
                            collapsing=_collapsing(setting, alpha, b, seed, bm, certificates,
-                                                  prec), approx=bm.approximate)
+                                                  prec), approx=bm.approximate, keeps=bm.keeps_signs)
             if sol.status == Status.not_converged and sol.residual <= FRESH_RETRY_MAX:
                 # The iteration creeps along a slow direction (a free solve on the L = 3 ring): Newton from its last
                 # iterate, with the Jacobian there (rules table).
