@@ -32,12 +32,13 @@ def test_zero_within_is_the_student_quantile_at_the_confidence_of_three_normal_e
 def test_a_token_pattern_whose_first_scramblings_lean_one_way_is_not_a_branch():
     """The exact map is odd in m (Q -> -Q per student direction), so at m = 0 its image has m = 0: the finite point
     sets' images there scatter around zero.  The first four lean one way (the fixed points' m -0.008, -0.010, -0.0015,
-    -0.005), 16 do not; with them the verdict is the exact map's: collapsed, as at alpha 1.8 and 2.2."""
+    -0.005), 16 do not; with them the verdict is the exact map's: collapsed, as at alpha 1.8 and 2.2.  (Since
+    anderson keeps each order parameter's sign, the contraction certificate can give the same verdict first.)"""
     s = Setting(L=4, positions="orthogonal", omega=0.3)
     pattern = check_pattern(s, "positional", "1+1-")
     prec = get_precision("fast")
     fp = solve(s, 2.0, "positional", "fast", pattern="1+1-", stability=False)
-    assert fp.status == Status.collapsed and "zero within its error" in fp.message
+    assert fp.status == Status.collapsed and ("zero within its error" in fp.message or "contracts" in fp.message)
     # the independent reference: the images of m = 0 over RESOLVE_REPLICAS scramblings, zero within 3 errors
     x = BranchMap(s, 2.0, Branch.positional, integration_points(s, prec, 0, 0), pattern=pattern).layout.pack(
         solve(s, 2.0, "agnostic", "fast").overlaps)

@@ -277,10 +277,9 @@ class BranchMap:
 
     def keeps_signs(self, x: np.ndarray, cand: np.ndarray) -> bool:
         """cand points every student direction's order parameter the way x does, whatever its size in cand
-        (overlaps.aligning_signs): anderson's
-        `keeps`.  Flipping a direction is a symmetry, so the map's own steps keep each sign (in the gauge the image
-        takes the input's); Anderson's extrapolation across it reached the mirror point or the agnostic one
-        (docs/numerics.md, "An extrapolation across a symmetry")."""
+        (overlaps.aligning_signs): anderson's `keeps`.  Flipping a direction is a symmetry, so the map's own steps
+        keep each sign (in the gauge the image takes the input's); Anderson's extrapolation across it reached the
+        mirror point or the agnostic one (docs/numerics.md, "An extrapolation across a symmetry")."""
         return bool(np.all(aligning_signs(self.layout.unpack(cand), self.layout.unpack(x), any_size=True) > 0))
 
     def collapsed(self, x: np.ndarray) -> bool:
