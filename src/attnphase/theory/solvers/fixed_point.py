@@ -102,9 +102,10 @@ def anderson(fmap: Map, x0: np.ndarray, *, tol: float, max_iter: int, admissible
       wildly there and can throw the iterate into another branch's basin).
     - A step outside the admissible set (predicate, or G raising Inadmissible) is replaced by a damped one.
     - keeps(x, cand): whether an extrapolated step from x to cand stays on x's side of a symmetry of the map (the
-      sign of an order parameter); one that does not is replaced by the step without history (x + mixing * r) and
-      the history cleared.  The map's own steps keep the side; an extrapolation across it lands on another fixed
-      point (a mirror image, or the symmetric point between them, which is also a fixed point).
+      sign of an order parameter); one that does not is replaced by the step without history (x + damping * r,
+      damping the mixing halved once per inadmissible evaluation) and the history cleared.  The map's own steps
+      keep the side; an extrapolation across it lands on another fixed point (a mirror image, or the symmetric
+      point between them, which is also a fixed point).
     - If the residual stalls at or below `accept` for `stagnation` iterations (the map is piecewise constant at
       the scale of one integration point changing basin), the best iterate is accepted with a warning.
     - collapsed(x): the branch's order parameter has decayed (the iterate flows to a more symmetric point).
