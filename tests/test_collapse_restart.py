@@ -334,9 +334,10 @@ def test_the_continuation_past_a_branchs_end_stops_where_its_path_ends():
     """Study shape, omega 0, default precision, alpha 1.5: no start gives a positional point, so the branch is
     continued from alpha 0.5 (the ladder).  Its steps fail past the end at the pitchfork (~0.93), where the map is
     critically slow; they were halved 8 times on not-converged points (33 s).  Where m^2 along the path falls
-    linearly to zero inside a failed step the path has ended: the ladder's record is `collapsed`, and the point
-    carries a branch_end warning saying where.  Independently, the agnostic point's linearised m map on mirrored
-    points is unstable at 0.85 (a positional point bifurcates from it) and stable at 1 (none is born there).
+    linearly to zero inside a failed step, or a step from the path collapses, the path has ended: the ladder's
+    record is `collapsed`, and the point carries a branch_end warning saying where.  Independently, the agnostic
+    point's linearised m map on mirrored points is unstable at 0.85 (a positional point bifurcates from it) and
+    stable at 1 (none is born there).
     (At alpha 1, 0.07 past the end, whether the path gets near enough to the end for the event depends on the CPU's
     rounding: on one CPU its steps to 0.84 ran out of iterations in one scrambling and the halvings stalled at 0.816,
     the point `collapsed` by its starts: not asserted.)"""
@@ -388,3 +389,25 @@ def test_a_semantic_point_is_not_lost_to_an_extrapolation_across_theta_zero(omeg
     assert ref.valid and fp.valid, (ref.status, fp.status, fp.message)
     gap = abs(summaries(fp.overlaps)["theta"] - summaries(ref.overlaps)["theta"])
     assert gap <= 3 * np.hypot(fp.errors["theta"], ref.errors["theta"]) + 1e-4
+
+
+def test_a_semantic_point_its_starts_leave_undecided_is_the_curves():
+    """L = 3 simplex, omega 0.3, fast, alpha 0.2 (just below the semantic branch's end): every start ran out of
+    iterations next to the agnostic point (`not_converged`); a curve followed down in steps of 0.05 from 0.6
+    collapsed there from its valid point at 0.25, one from 0.3 ran out of iterations too.  A point whose starts give
+    no verdict now walks the branch down from above, where its start set gives it (the path's own end, a branch_end
+    note), and single point and curve give that verdict.  Independently: theta's
+    block at the agnostic point is stable at 0.2 (its leading eigenvalue below 1: no semantic point is born there)
+    and unstable at 0.3, where the branch exists."""
+    from attnphase.theory.state_evolution.curves import solve_curve
+    from attnphase.theory.state_evolution.symmetric import mirrored_points
+    from attnphase.theory.transition.linearised import leading_eigenvalue
+
+    s = Setting(L=3, positions="simplex")
+    pts = mirrored_points(s, "semantic", 0, 0)
+    assert leading_eigenvalue(s, 0.2, "semantic", pts)[0] < 1.0 < leading_eigenvalue(s, 0.3, "semantic", pts)[0]
+    curve = solve_curve(s, [0.2, 0.25, 0.3], "semantic", "fast", stability=False)
+    assert curve[-1].valid and curve[0].status == Status.collapsed, [p.status for p in curve]
+    fp = solve(s, 0.2, "semantic", "fast", stability=False)
+    assert fp.status == curve[0].status, fp.message
+    assert NoteCode.branch_end in [w.code for w in fp.warnings]

@@ -109,7 +109,8 @@ class _Path:
             # there) and the continuation's is not, so that a curve's point is the single point's.
             fp = retry
         if not fp.valid and fp.status != Status.collapsed and branch in LADDER_BASE:
-            # (the branches a single point continues internally, whose end it reads so: not the semantic one)
+            # (the branches a single point continues past its starts' collapse, whose end it reads so: not the
+            # semantic one, walked only where its starts give no verdict)
             fp = _past_the_end(fp, self.valid[-2:])
         self.ended = self.ended or (not fp.valid and bool(self.valid))
         if fp.valid:
@@ -122,7 +123,7 @@ def _past_the_end(fp: FixedPoint, path: list[FixedPoint]) -> FixedPoint:
     """A point the curve found no verdict for (not converged, out of the domain) beyond where its last two valid
     points put the branch's end (solve._path_end, the rule a single point's internal continuation reads its end by):
     collapsed there, as the single point is (docs/numerics.md, "Measured cases behind solve.py": curves)."""
-    end = _path_end(path, fp.alpha, fp.alpha, False) if len(path) == 2 else None
+    end = _path_end(path, fp.alpha) if len(path) == 2 else None
     if end is None:
         return fp
     msg = f"the {fp.branch} branch's curve ends before alpha = {fp.alpha:g}: {end}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 from collections.abc import Callable
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.notes import Note, NoteCode
-from attnphase.setting import Setting, check_alpha
+from attnphase.setting import ALPHA_MAX, Setting, check_alpha
 from attnphase.theory.model.channel import points_dim
 from attnphase.theory.model.observables import test_error as _test_error
 from attnphase.theory.model.observables import test_error_estimate
@@ -165,6 +166,9 @@ LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
 LADDER_HALVINGS = 8  # failed steps retried over half their length, per ladder (r = 2, fast, alpha 10: 5 needed)
 LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0, "agnostic": LADDER_FROM}
+# The semantic branch exists at large alpha and ends below (a spinodal): its path is walked down from the first of
+# LADDER_FROM * LADDER_RATIO**k at least LADDER_RATIO above alpha where its start set gives it, of DOWN_BASES.
+DOWN_BASES = 3
 _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate is settling, not running away
 
 
@@ -185,7 +189,10 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     no start gives a valid point, the positional branch at L = 2 and on a token pattern, and the agnostic one at
     every L, are continued internally from alpha = LADDER_FROM (the mixed branch at L = 2 from 1: LADDER_BASE), or
     from the first of that base times LADDER_RATIO**k below alpha where the start set gives the branch (not on a
-    token pattern).  Which starts ran and what each gave: FixedPoint.starts
+    token pattern); the semantic branch, where no start gives a verdict (a point or a collapse), is walked down from
+    above (the first of LADDER_FROM * LADDER_RATIO**k at least LADDER_RATIO above alpha where its start set gives
+    it, of DOWN_BASES).  A path ends where a step from it collapses or its squared order parameter extrapolates to
+    zero before the step (_walk).  Which starts ran and what each gave: FixedPoint.starts
     (empty where the first one sufficed).  The positional branch of a setting every token permutation leaves
     unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed with the pattern
     ("1:2 default"), the lowest kept, and so is the mixed branch (every column of m in one pattern's subspace) beside
@@ -361,6 +368,11 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
                                                               a0=a0, search=False, only=p)))
         elif (setting.L == 2 or branch == "agnostic") and not found:
             tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
+    if ladder and branch == "semantic" and not any(p is not None and p.status in (Status.ok, Status.collapsed)
+                                                   for _, p in tried):
+        # No start gives a verdict (next to the branch's end they run out of iterations): the branch walked down to
+        # alpha from above, where it exists, as a curve follows it (docs/numerics.md, "The semantic branch's path").
+        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=LADDER_FROM)))
     return lowest_of(tried)
 
 
@@ -438,14 +450,23 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     all), from base (a valid point of the branch) or, without one, from the path's base: the first of a0,
     a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the branch's start set gives a valid point (the
     mixed branch at r = 2, omega 0.6 is born above alpha 1: docs/numerics.md, "A path's base"; the alphas do not
-    depend on alpha, so that the points of a curve share them; search=False: a0 only).  Also whether the path had a
-    base."""
+    depend on alpha, so that the points of a curve share them; search=False: a0 only); the semantic branch down from
+    the first of those at least LADDER_RATIO above alpha (DOWN_BASES of them).  The path ends inside a step that
+    collapses, or one beyond its squared order parameter's zero (_path_end).  Also whether the path had a base."""
     seconds, iters = 0.0, 0
-    k = 0
+    down = branch == "semantic"
+    # (down: the first base grid point a full step above alpha, then up to DOWN_BASES - 1 more: a base next to the
+    # end gives the path no points to read the end from)
+    k0 = math.floor(math.log(alpha / a0) / math.log(LADDER_RATIO)) + 1 if down else 0
+    while down and a0 * LADDER_RATIO**k0 < alpha * LADDER_RATIO:  # (and round-off at a grid point)
+        k0 += 1
+    k = k0
     while base is None or not base.valid:
         at = a0 * LADDER_RATIO**k
-        if base is not None and (at >= alpha or (k and not search)):
-            where = f"{a0:g}" if base.alpha == a0 else f"{a0:g} .. {base.alpha:g}"
+        if base is not None and ((k - k0 >= DOWN_BASES or at > ALPHA_MAX) if down
+                                 else (at >= alpha or (k and not search))):
+            first = a0 * LADDER_RATIO**k0
+            where = f"{first:g}" if base.alpha == first else f"{first:g} .. {base.alpha:g}"
             # (no verdict at alpha: the start sets' collapse below it says nothing of the branch there)
             msg = f"the {branch} branch has no point from its starts at alpha = {where} to continue from"
             o_nan, h_nan = _nan_overlaps(setting)
@@ -472,15 +493,20 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
         # The path's end is read from its own points whatever the step's verdict: a "valid" step past the order
         # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
-        end = _path_end(path, pending[0], alpha, nxt.status == Status.collapsed)
+        end = _path_end(path, pending[0])
+        if end is None and nxt.status == Status.collapsed:
+            # A step from a point of the path onto the agnostic point: the path leaves the branch inside this step
+            # (an event, not a rough step to halve: halvings there only met the map's critical slowing down;
+            # docs/numerics.md, "A collapse on the path is its end").
+            end = (f"its step from alpha = {prev.alpha:.4g} to {pending[0]:.4g} collapsed onto the agnostic point: "
+                   "it ends between them")
         if nxt.valid and end is None:
             prev = nxt
             path.append(nxt)
             pending.pop(0)
             continue
         if end is not None:
-            # The path ends inside this step, or before alpha where the step collapsed next to the end: no shorter
-            # step crosses it (halvings there only meet the map's critical slowing down).
+            # The path ends inside this step: no shorter step crosses it.
             msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
             return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
                                        iterations=iters,
@@ -500,29 +526,25 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     return dataclasses.replace(prev, seconds=seconds, iterations=iters), True
 
 
-def _path_end(path: list[FixedPoint], step: float, target: float, collapsed: bool) -> str | None:
-    """Why the ladder's path ends before target, or None: the square of its order parameter (m on the positional
-    branch, m or theta on the mixed one), linear in alpha through the path's last two points, reaches zero by
-    INTERCEPT_ERRORS of its standard errors (the transition's margin, linearised.intercept_at) short of the step's
-    alpha (whether the step failed or not), or short of target where the failed step collapsed no more than that
-    margin before the intercept (the branch was not found where the path says it ends; at the fast precision the
-    steps next to the end collapse early, the map grainy and critically slow there).  Next to a supercritical
-    pitchfork, where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step that fails
-    otherwise is still halved."""
+def _path_end(path: list[FixedPoint], step: float) -> str | None:
+    """Why the path ends before the step's alpha, or None: the square of its order parameter (m on the positional
+    branch, theta on the semantic one, m or theta on the mixed one), linear in alpha through the path's last two
+    points, reaches zero by INTERCEPT_ERRORS of its standard errors (the transition's margin,
+    linearised.intercept_at) short of step (whether the step failed or not).  Next to a supercritical pitchfork,
+    where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step that fails otherwise
+    (not a collapse: _walk) is halved."""
     if len(path) < 2:
         return None
     p1, p2 = path[-2:]
-    ahead = 1.0 if target > p2.alpha else -1.0
+    ahead = 1.0 if step > p2.alpha else -1.0
     for name in as_branch(p2.branch).order_parameters:
         pts = [(p.alpha, p.summary()[name], p.errors.get(name, float("nan"))) for p in (p1, p2)]
         ic = squared_zero(*pts) if all(np.isfinite(e) for _, _, e in pts) else None  # (no margin without errors)
         if ic is None:
             continue
         x0, err = ic
-        lo, hi = x0 - ahead * INTERCEPT_ERRORS * err, x0 + ahead * INTERCEPT_ERRORS * err
-        if not 0 < ahead * (x0 - p2.alpha):
-            continue
-        if ahead * (hi - step) < 0 or (collapsed and ahead * (hi - target) < 0 and ahead * (step - lo) >= 0):
+        hi = x0 + ahead * INTERCEPT_ERRORS * err
+        if 0 < ahead * (x0 - p2.alpha) and ahead * (hi - step) < 0:
             return (f"its squared {name} falls linearly to zero at alpha = {x0:.4g} +- {err:.2g} (through its points "
                     f"at {p1.alpha:.4g} and {p2.alpha:.4g}): it merges there into another fixed point")
     return None
