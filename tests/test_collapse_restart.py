@@ -391,23 +391,21 @@ def test_a_semantic_point_is_not_lost_to_an_extrapolation_across_theta_zero(omeg
     assert gap <= 3 * np.hypot(fp.errors["theta"], ref.errors["theta"]) + 1e-4
 
 
-def test_a_semantic_point_its_starts_leave_undecided_is_the_curves():
-    """L = 3 simplex, omega 0.3, fast, alpha 0.2 (just below the semantic branch's end): every start ran out of
-    iterations next to the agnostic point (`not_converged`); a curve followed down in steps of 0.05 from 0.6
-    collapsed there from its valid point at 0.25, one from 0.3 ran out of iterations too.  A point whose starts give
-    no verdict now walks the branch down from above, where its start set gives it (the path's own end, a branch_end
-    note), and single point and curve give that verdict.  Independently: theta's
-    block at the agnostic point is stable at 0.2 (its leading eigenvalue below 1: no semantic point is born there)
-    and unstable at 0.3, where the branch exists."""
-    from attnphase.theory.state_evolution.curves import solve_curve
-    from attnphase.theory.state_evolution.symmetric import mirrored_points
-    from attnphase.theory.transition.linearised import leading_eigenvalue
 
-    s = Setting(L=3, positions="simplex")
-    pts = mirrored_points(s, "semantic", 0, 0)
-    assert leading_eigenvalue(s, 0.2, "semantic", pts)[0] < 1.0 < leading_eigenvalue(s, 0.3, "semantic", pts)[0]
-    curve = solve_curve(s, [0.2, 0.25, 0.3], "semantic", "fast", stability=False)
-    assert curve[-1].valid and curve[0].status == Status.collapsed, [p.status for p in curve]
-    fp = solve(s, 0.2, "semantic", "fast", stability=False)
-    assert fp.status == curve[0].status, fp.message
-    assert NoteCode.branch_end in [w.code for w in fp.warnings]
+def test_a_collapse_ends_a_path_only_where_the_agnostic_point_contracts_there():
+    """A step of a branch's path (solve's internal continuation) that collapses onto the agnostic point ends the path
+    where that point contracts along the order parameter (||J|| of the certificate below CONTRACTION_MAX: no point of
+    the branch is born there), else it is the iteration's and the step is halved.  The criterion against independent
+    verdicts: at omega 0, alpha 1.04 and 1.5 the positional branch is gone (its linearised pitchfork is 0.933, the
+    single point at 1.5 collapses: above) and J contracts; at omega 0.6, alpha 1.75 the semantic point exists (default
+    precision, theta 0.075 +- 0.001, where a fast curve from 1.9 reads `collapsed` and a path's step from 2.58 did)
+    and J does not contract."""
+    from attnphase.theory.state_evolution.contraction import CONTRACTION_MAX, OrderContraction
+
+    s0 = Setting(omega=0.0)
+    for a in (1.04, 1.5):
+        assert OrderContraction.at(s0, a, 0, None, "positional").norm < CONTRACTION_MAX
+    s6 = Setting(omega=0.6)
+    assert OrderContraction.at(s6, 1.75, 0, None, "semantic").norm >= CONTRACTION_MAX
+    fp = solve(s6, 1.75, "semantic", "default", stability=False)
+    assert fp.valid and summaries(fp.overlaps)["theta"] > 10 * fp.errors["theta"], fp

@@ -109,8 +109,7 @@ class _Path:
             # there) and the continuation's is not, so that a curve's point is the single point's.
             fp = retry
         if not fp.valid and fp.status != Status.collapsed and branch in LADDER_BASE:
-            # (the branches a single point continues past its starts' collapse, whose end it reads so: not the
-            # semantic one, walked only where its starts give no verdict)
+            # (the branches a single point continues internally, whose end it reads so: not the semantic one)
             fp = _past_the_end(fp, self.valid[-2:])
         self.ended = self.ended or (not fp.valid and bool(self.valid))
         if fp.valid:

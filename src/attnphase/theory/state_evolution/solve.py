@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from collections.abc import Callable
 
@@ -17,7 +16,7 @@ import numpy as np
 
 from attnphase.errors import InputError, InputTypeError
 from attnphase.notes import Note, NoteCode
-from attnphase.setting import ALPHA_MAX, Setting, check_alpha
+from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.channel import points_dim
 from attnphase.theory.model.observables import test_error as _test_error
 from attnphase.theory.model.observables import test_error_estimate
@@ -55,7 +54,7 @@ from attnphase.theory.solvers.fixed_point import (
     newton_matrix,
 )
 from attnphase.theory.state_evolution.branch_map import BranchMap
-from attnphase.theory.state_evolution.contraction import NEAR_AGNOSTIC, OrderContraction
+from attnphase.theory.state_evolution.contraction import CONTRACTION_MAX, NEAR_AGNOSTIC, OrderContraction
 from attnphase.theory.state_evolution.order import INTERCEPT_ERRORS, squared_zero, undecided, zero_within
 from attnphase.theory.state_evolution.precision import PRECISIONS, Precision, get_precision, integration_points
 from attnphase.theory.state_evolution.results import (
@@ -166,9 +165,6 @@ LADDER_FROM = 0.5
 LADDER_RATIO = 1.5
 LADDER_HALVINGS = 8  # failed steps retried over half their length, per ladder (r = 2, fast, alpha 10: 5 needed)
 LADDER_BASE = {"positional": LADDER_FROM, "mixed": 1.0, "agnostic": LADDER_FROM}
-# The semantic branch exists at large alpha and ends below (a spinodal): its path is walked down from the first of
-# LADDER_FROM * LADDER_RATIO**k at least LADDER_RATIO above alpha where its start set gives it, of DOWN_BASES.
-DOWN_BASES = 3
 _SETTLING = 0.1  # relative residual below which a not-converged mixed iterate is settling, not running away
 
 
@@ -189,10 +185,9 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     no start gives a valid point, the positional branch at L = 2 and on a token pattern, and the agnostic one at
     every L, are continued internally from alpha = LADDER_FROM (the mixed branch at L = 2 from 1: LADDER_BASE), or
     from the first of that base times LADDER_RATIO**k below alpha where the start set gives the branch (not on a
-    token pattern); the semantic branch, where no start gives a verdict (a point or a collapse), is walked down from
-    above (the first of LADDER_FROM * LADDER_RATIO**k at least LADDER_RATIO above alpha where its start set gives
-    it, of DOWN_BASES).  A path ends where a step from it collapses or its squared order parameter extrapolates to
-    zero before the step (_walk).  Which starts ran and what each gave: FixedPoint.starts
+    token pattern).  A path ends where a step from it collapses onto an agnostic point that contracts along the
+    order parameter, or its squared order parameter extrapolates to zero before the step (_walk).  Which starts ran
+    and what each gave: FixedPoint.starts
     (empty where the first one sufficed).  The positional branch of a setting every token permutation leaves
     unchanged (model.patterns) is solved so in each token pattern's subspace, start names prefixed with the pattern
     ("1:2 default"), the lowest kept, and so is the mixed branch (every column of m in one pattern's subspace) beside
@@ -368,11 +363,6 @@ def _solve_starts(setting: Setting, alpha: float, branch: str, prec: Precision, 
                                                               a0=a0, search=False, only=p)))
         elif (setting.L == 2 or branch == "agnostic") and not found:
             tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=a0)))
-    if ladder and branch == "semantic" and not any(p is not None and p.status in (Status.ok, Status.collapsed)
-                                                   for _, p in tried):
-        # No start gives a verdict (next to the branch's end they run out of iterations): the branch walked down to
-        # alpha from above, where it exists, as a curve follows it (docs/numerics.md, "The semantic branch's path").
-        tried.append(("ladder", _ladder(setting, alpha, prec, seed, kernel, branch=branch, a0=LADDER_FROM)))
     return lowest_of(tried)
 
 
@@ -450,23 +440,17 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     all), from base (a valid point of the branch) or, without one, from the path's base: the first of a0,
     a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the branch's start set gives a valid point (the
     mixed branch at r = 2, omega 0.6 is born above alpha 1: docs/numerics.md, "A path's base"; the alphas do not
-    depend on alpha, so that the points of a curve share them; search=False: a0 only); the semantic branch down from
-    the first of those at least LADDER_RATIO above alpha (DOWN_BASES of them).  The path ends inside a step that
-    collapses, or one beyond its squared order parameter's zero (_path_end).  Also whether the path had a base."""
+    depend on alpha, so that the points of a curve share them; search=False: a0 only).  The path ends inside a step
+    that collapses onto an agnostic point that contracts along the order parameter (_collapse_end), or one beyond
+    its squared order parameter's zero (_path_end); a collapse elsewhere is the iteration's, not the map's: the step
+    is halved, and where the halvings run out the path's record is not_converged.  Also whether the path had a
+    base."""
     seconds, iters = 0.0, 0
-    down = branch == "semantic"
-    # (down: the first base grid point a full step above alpha, then up to DOWN_BASES - 1 more: a base next to the
-    # end gives the path no points to read the end from)
-    k0 = math.floor(math.log(alpha / a0) / math.log(LADDER_RATIO)) + 1 if down else 0
-    while down and a0 * LADDER_RATIO**k0 < alpha * LADDER_RATIO:  # (and round-off at a grid point)
-        k0 += 1
-    k = k0
+    k = 0
     while base is None or not base.valid:
         at = a0 * LADDER_RATIO**k
-        if base is not None and ((k - k0 >= DOWN_BASES or at > ALPHA_MAX) if down
-                                 else (at >= alpha or (k and not search))):
-            first = a0 * LADDER_RATIO**k0
-            where = f"{first:g}" if base.alpha == first else f"{first:g} .. {base.alpha:g}"
+        if base is not None and (at >= alpha or (k and not search)):
+            where = f"{a0:g}" if base.alpha == a0 else f"{a0:g} .. {base.alpha:g}"
             # (no verdict at alpha: the start sets' collapse below it says nothing of the branch there)
             msg = f"the {branch} branch has no point from its starts at alpha = {where} to continue from"
             o_nan, h_nan = _nan_overlaps(setting)
@@ -495,11 +479,7 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
         end = _path_end(path, pending[0])
         if end is None and nxt.status == Status.collapsed:
-            # A step from a point of the path onto the agnostic point: the path leaves the branch inside this step
-            # (an event, not a rough step to halve: halvings there only met the map's critical slowing down;
-            # docs/numerics.md, "A collapse on the path is its end").
-            end = (f"its step from alpha = {prev.alpha:.4g} to {pending[0]:.4g} collapsed onto the agnostic point: "
-                   "it ends between them")
+            end = _collapse_end(setting, pending[0], seed, branch, prev, nxt)
         if nxt.valid and end is None:
             prev = nxt
             path.append(nxt)
@@ -522,8 +502,31 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
                f"({prev.status.value})")
         st = prev.status if prev.status != Status.ok else Status.not_converged
+        if st == Status.collapsed and branch in _EVENT_BRANCHES:
+            st = Status.not_converged  # (a collapse _collapse_end did not take: the iteration's, no verdict)
         return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters), True
     return dataclasses.replace(prev, seconds=seconds, iterations=iters), True
+
+
+_EVENT_BRANCHES = ("positional", "semantic")  # the branches whose collapse onto the agnostic point can end a path
+
+
+def _collapse_end(setting: Setting, step: float, seed: int, branch: str, prev: FixedPoint,
+                  nxt: FixedPoint) -> str | None:
+    """Why a step of the path that collapsed ends it, or None (the step is then halved): the agnostic point it
+    collapsed onto contracts along the branch's order parameter there (contraction.OrderContraction, ||J|| below
+    CONTRACTION_MAX), so no point of the branch is born there and the path left the branch inside the step.  Where
+    the agnostic point is not stable so, the collapse is the iteration's, not the map's (a long step next to a
+    pitchfork: measured on a semantic path, the study at omega 0.6, fast, from 2.58 to 1.75, where a curve is valid),
+    and halvings continue the path (docs/numerics.md, "A collapse on the path is its end").  The branches born at the
+    agnostic point only (the mixed one leaves the positional point)."""
+    if branch not in _EVENT_BRANCHES:
+        return None
+    cert = OrderContraction.at(setting, step, seed, nxt.overlaps, branch)
+    if cert is None or cert.norm >= CONTRACTION_MAX:
+        return None
+    return (f"its step from alpha = {prev.alpha:.4g} to {step:.4g} collapsed onto the agnostic point, which contracts "
+            f"along {as_branch(branch).order_parameters[0]} there (||J|| {cert.norm:.3f}): it ends between them")
 
 
 def _path_end(path: list[FixedPoint], step: float) -> str | None:
