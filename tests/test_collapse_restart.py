@@ -391,7 +391,6 @@ def test_a_semantic_point_is_not_lost_to_an_extrapolation_across_theta_zero(omeg
     assert gap <= 3 * np.hypot(fp.errors["theta"], ref.errors["theta"]) + 1e-4
 
 
-
 def test_a_collapse_ends_a_path_only_where_the_agnostic_point_contracts_there():
     """A step of a branch's path (solve's internal continuation) that collapses onto the agnostic point ends the path
     where that point contracts along the order parameter (||J|| of the certificate below CONTRACTION_MAX: no point of
