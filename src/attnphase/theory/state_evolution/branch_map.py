@@ -282,7 +282,7 @@ class BranchMap:
         mirror point or the agnostic one (docs/numerics.md, "An extrapolation across a symmetry").  The semantic and
         positional branches only: on the mixed one it made `transition --rank 2`'s fast points valid below the
         birth, where default precision agrees with the unguarded ones (same section)."""
-        if self.branch not in (Branch.semantic, Branch.positional):
+        if self.branch not in ORDER_NAME:
             return True
         return bool(np.all(aligning_signs(self.layout.unpack(cand), self.layout.unpack(x), any_size=True) > 0))
 

@@ -21,6 +21,7 @@ from attnphase.theory.model.channel import points_dim
 from attnphase.theory.model.observables import test_error as _test_error
 from attnphase.theory.model.observables import test_error_estimate
 from attnphase.theory.model.overlaps import (
+    ORDER_NAME,
     Branch,
     HatOverlaps,
     Layout,
@@ -502,13 +503,10 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
         msg = (f"the {branch} branch continued from alpha = {a0:g} ends at alpha = {prev.alpha:g} "
                f"({prev.status.value})")
         st = prev.status if prev.status != Status.ok else Status.not_converged
-        if st == Status.collapsed and branch in _EVENT_BRANCHES:
+        if st == Status.collapsed and branch in ORDER_NAME:
             st = Status.not_converged  # (a collapse _collapse_end did not take: the iteration's, no verdict)
         return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters), True
     return dataclasses.replace(prev, seconds=seconds, iterations=iters), True
-
-
-_EVENT_BRANCHES = ("positional", "semantic")  # the branches whose collapse onto the agnostic point can end a path
 
 
 def _collapse_end(setting: Setting, step: float, seed: int, branch: str, prev: FixedPoint,
@@ -519,14 +517,14 @@ def _collapse_end(setting: Setting, step: float, seed: int, branch: str, prev: F
     the agnostic point is not stable so, the collapse is the iteration's, not the map's (a long step next to a
     pitchfork: measured on a semantic path, the study at omega 0.6, fast, from 2.58 to 1.75, where a curve is valid),
     and halvings continue the path (docs/numerics.md, "A collapse on the path is its end").  The branches born at the
-    agnostic point only (the mixed one leaves the positional point)."""
-    if branch not in _EVENT_BRANCHES:
+    agnostic point only, those with one order parameter (ORDER_NAME; the mixed one leaves the positional point)."""
+    if branch not in ORDER_NAME:
         return None
     cert = OrderContraction.at(setting, step, seed, nxt.overlaps, branch)
     if cert is None or cert.norm >= CONTRACTION_MAX:
         return None
     return (f"its step from alpha = {prev.alpha:.4g} to {step:.4g} collapsed onto the agnostic point, which contracts "
-            f"along {as_branch(branch).order_parameters[0]} there (||J|| {cert.norm:.3f}): it ends between them")
+            f"along {ORDER_NAME[branch]} there (||J|| {cert.norm:.3f}): it ends between them")
 
 
 def _path_end(path: list[FixedPoint], step: float) -> str | None:
