@@ -20,7 +20,6 @@ from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedP
 from attnphase.theory.state_evolution.solve import (
     LADDER_BASE,
     LADDER_RATIO,
-    _ladder,
     _path_end,
     check_pattern,
     lowest_of,
@@ -39,8 +38,9 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     Returned in ascending alpha.  The semantic branch is followed downward from the largest alpha (it
     exists at large alpha and ends at a spinodal), the others upward.  A failure at one alpha is that
     alpha's FixedPoint (with its status); it never stops the curve.  A point that fails from its neighbour's
-    solution is solved again as a single point (solve without init), unless its first scrambling converged from there,
-    and that answer is kept where it is valid, or collapsed where the continuation's is another failure.
+    solution is solved again as a single point (solve without init), unless its first scrambling converged from there
+    in a step no longer than the single point's own path takes (LADDER_RATIO, on the branches it continues), and that
+    answer is kept where it is valid, or collapsed where the continuation's is another failure.
     multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
     of starts; False: the default start only).  A retry is the single-point answer (solve without init).
     on_point: called with each fixed point as soon as it is solved (progress per point).  stability: as in solve (each
@@ -76,7 +76,7 @@ class _Path:
                  multistart: bool | None, pattern: str | None) -> None:
         self.setting, self.branch, self.prec, self.seed, self.kernel = setting, branch, prec, seed, kernel
         self.multistart, self.pattern = multistart, pattern
-        self.only = check_pattern(setting, branch, pattern)  # (its Pattern, for the ladder)
+        check_pattern(setting, branch, pattern)  # (bad input before any work)
         self.prev: FixedPoint | None = None
         self.valid: list[FixedPoint] = []  # the path's valid points, in order
         self.ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
@@ -90,20 +90,15 @@ class _Path:
         init = prev if (prev is not None and prev.valid) else None
         fp = self._solve(a, init)
         retry: FixedPoint | None = None
-        if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok
+        long_step = (init is not None and branch in LADDER_BASE
+                     and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO))
+        if not fp.valid and init is not None and (not fp.hints.first_scrambling_ok or long_step
                                                   or fp.status in (Status.not_converged, Status.inadmissible)):
-            # Continuation can fail where the previous point was far: retry from the start set, not where the first
-            # scrambling converged and a later one's verdict stands (a collapse; running out of iterations or leaving
-            # the domain is none: docs/numerics.md, "Measured cases behind solve.py": curves).
+            # Continuation can fail where the previous point was far: retry as the single point (its start set, and
+            # its path in steps of at most LADDER_RATIO where it has one), not where the first scrambling converged
+            # from a neighbour within one such step and a later one's verdict stands (a collapse; running out of
+            # iterations or leaving the domain is none: docs/numerics.md, "Measured cases behind solve.py": curves).
             retry = self._solve(a, None)
-        if (not fp.valid and init is not None and (retry is None or not retry.valid) and self.multistart is not False
-                and branch in LADDER_BASE and abs(math.log(a / init.alpha)) > math.log(LADDER_RATIO)):
-            # A step too long for continuation: the branch in steps of at most LADDER_RATIO from the neighbour, as
-            # a single-point solve continues it (not the semantic branch, which a curve follows down to its end).
-            lad = _ladder(self.setting, a, self.prec, self.seed, self.kernel, base=init, branch=branch,
-                          only=self.only)
-            if retry is None or lad.valid or retry.status != Status.collapsed:
-                retry = lad
         if retry is not None and (retry.valid or (retry.status == Status.collapsed and fp.status != Status.collapsed)):
             # The retry is the single point's answer: taken where it is a verdict (a point, or none of the branch
             # there) and the continuation's is not, so that a curve's point is the single point's.

@@ -382,9 +382,8 @@ def lowest_of(tried: list[tuple[str, FixedPoint | None]], kind: str = "start") -
     return best
 
 
-def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None = None,
-            branch: str = "positional", a0: float = LADDER_FROM, search: bool = True,
-            only: Pattern | None = None) -> FixedPoint:
+def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, branch: str = "positional",
+            a0: float = LADDER_FROM, search: bool = True, only: Pattern | None = None) -> FixedPoint:
     """The branch continued to alpha (_walk): the path walked at the fast precision where prec is finer, its point at
     alpha then solved at prec from the path's; where the fast walk stood on a base but gives neither a point at alpha
     nor an end of the path before it, or the point at prec fails from there, the path walked again at prec; where the
@@ -393,8 +392,8 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     path of one token pattern, from its own base."""
     walk = _walk_precision(prec)
     if walk is prec:
-        return _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search, only)[0]
-    rough, stood = _walk(setting, alpha, walk, seed, kernel, base, branch, a0, search, only)
+        return _walk(setting, alpha, prec, seed, kernel, branch, a0, search, only)[0]
+    rough, stood = _walk(setting, alpha, walk, seed, kernel, branch, a0, search, only)
     spent = (rough.seconds, rough.iterations)
     if rough.valid:
         fp = _solve(setting, alpha, as_branch(branch), prec, _polish_start(rough), seed, kernel,
@@ -405,7 +404,7 @@ def _ladder(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: 
     elif not stood or any(n.code == NoteCode.branch_end for n in rough.warnings):
         # (no base: the start sets below alpha, again at prec, would repeat the fast ones: "A path's base")
         return rough
-    fp = _walk(setting, alpha, prec, seed, kernel, base, branch, a0, search, only)[0]
+    fp = _walk(setting, alpha, prec, seed, kernel, branch, a0, search, only)[0]
     return dataclasses.replace(fp, seconds=spent[0] + fp.seconds, iterations=spent[1] + fp.iterations)
 
 
@@ -434,20 +433,20 @@ def _base_candidate(setting: Setting, at: float, branch: str, prec: Precision, s
                          only=check_pattern(setting, branch, only))
 
 
-def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, base: FixedPoint | None,
-          branch: str, a0: float, search: bool = True, only: Pattern | None = None) -> tuple[FixedPoint, bool]:
+def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, branch: str, a0: float,
+          search: bool = True, only: Pattern | None = None) -> tuple[FixedPoint, bool]:
     """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
     its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved, LADDER_HALVINGS times in
-    all), from base (a valid point of the branch) or, without one, from the path's base: the first of a0,
-    a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the branch's start set gives a valid point (the
-    mixed branch at r = 2, omega 0.6 is born above alpha 1: docs/numerics.md, "A path's base"; the alphas do not
-    depend on alpha, so that the points of a curve share them; search=False: a0 only).  The path ends inside a step
-    that collapses onto an agnostic point that contracts along the order parameter (_collapse_end), or one beyond
-    its squared order parameter's zero (_path_end); a collapse elsewhere is the iteration's, not the map's: the step
-    is halved, and where the halvings run out the path's record is not_converged.  Also whether the path had a
-    base."""
+    all), from the path's base: the first of a0, a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the
+    branch's start set gives a valid point (the mixed branch at r = 2, omega 0.6 is born above alpha 1:
+    docs/numerics.md, "A path's base"; the alphas do not depend on alpha, so that the points of a curve share them;
+    search=False: a0 only).  The path ends inside a step that collapses onto an agnostic point that contracts along
+    the order parameter (_collapse_end), or one beyond its squared order parameter's zero (_path_end); a collapse
+    elsewhere is the iteration's, not the map's: the step is halved, and where the halvings run out the path's record
+    is not_converged.  Also whether the path had a base."""
     seconds, iters = 0.0, 0
     k = 0
+    base: FixedPoint | None = None
     while base is None or not base.valid:
         at = a0 * LADDER_RATIO**k
         if base is not None and (at >= alpha or (k and not search)):
