@@ -112,3 +112,24 @@ def test_mixed_is_a_branch_value_on_the_free_layout_and_map():
                              solve(Setting(omega=0.3), 1.5, "positional", "fast"), s)
     images = [branch_map(s, 1.5, b, pts).step(branch_map(s, 1.5, b, pts).pack(start))[0] for b in ("mixed", "free")]
     np.testing.assert_array_equal(images[0], images[1])
+
+
+@pytest.mark.parametrize("alpha, why", [(0.3, "theta vanished"), (0.4, "theta vanishing")])
+def test_below_the_mixed_birth_the_mixed_solve_reaches_the_positional_point(alpha, why):
+    """r = 2, omega 0.3, fast, below where the mixed branch is born (theta's block at the positional point crosses 1
+    at 0.571 [0.529, 0.613]: `transition --rank 2`, mixed_pitchfork): the solve from the mixed start loses theta and
+    is `collapsed` (no mixed point), whether it converged there (alpha 0.3) or ran out of iterations on the way with
+    theta already at zero (0.4).  Independently: theta's block at the positional point is below 1 there (the
+    linearised condition: no branch with theta leaves it), and the point the mixed solve reached is the positional
+    one (m and q within 5e-4 relative)."""
+    from attnphase.theory.transition import linearised as lin
+
+    s = Setting(omega=0.3, r=2)
+    mixed = solve(s, alpha, "mixed", "fast", stability=False)
+    pos = solve(s, alpha, "positional", "fast", stability=False)
+    assert mixed.status == Status.collapsed and mixed.message.startswith(why), mixed.message
+    lam, _ = lin.leading_eigenvalue(s, alpha, "semantic", lin.mirrored_points(s, "semantic", 0, 0), pos.overlaps,
+                                    base="positional")
+    assert lam < 0.95, lam
+    for key in ("m", "q"):
+        assert mixed.summary()[key] == pytest.approx(pos.summary()[key], rel=5e-4), key
