@@ -105,6 +105,20 @@ def test_study_positional_at_large_alpha_is_found_as_a_single_point_and_in_curve
     assert at(one, 3.0).train_loss == pytest.approx(0.007105, rel=2e-3)
 
 
+@pytest.mark.slow
+def test_next_to_the_end_a_point_whose_fast_path_does_not_polish_is_the_curves():
+    """Study shape, omega 0.1, alpha 1.2, default precision, 0.09 below where the positional branch merges into the
+    agnostic point (1.289 [1.255, 1.323], transition): both starts run out of iterations, the fast path reaches the
+    point but its polish at default precision runs out too, and the path walked again at default precision reaches
+    it (73 s: docs/numerics.md, "Next to a branch's end").  The answer is a valid point, the one a default-precision
+    curve reaches from 1.0 in steps of at most 0.1 (an independent path)."""
+    s = Setting(omega=0.1)
+    single = solve(s, 1.2, "positional", stability=False)
+    assert single.valid and [r.name for r in single.starts][-1] == "ladder", single.message
+    curve = solve_curve(s, [1.0, 1.1, 1.15, 1.2], "positional", stability=False)
+    same_point(single, at(curve, 1.2), rel=1e-4)
+
+
 def test_a_point_the_path_reaches_is_solved_at_the_requested_precision():
     """Study shape, omega 0.3, alpha 5, default precision: no start gives the positional point, so the branch is
     continued from alpha 0.5; the path is walked at the fast precision and its point at alpha solved again at the
