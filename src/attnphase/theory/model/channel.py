@@ -235,6 +235,35 @@ def _hats(setting: Setting, b: Branch, alpha: float, o: Overlaps, mats: dict, ff
     return _layout(setting, b).project_hats(HatOverlaps(qhat=qhat, mhat=mhat, Vhat=Vhat, thetahat=thetahat))
 
 
+def reweighted_hats(setting: Setting, alpha: float, o: Overlaps, points: np.ndarray, b: Branch | str, f: np.ndarray,
+                    o_new: Overlaps) -> HatOverlaps:
+    """The hat overlaps at o_new from the integrand f (pointwise_f's at o on these points), with every point's fields
+    (omega, h*) held where o put them and weighted by their law under o_new against their law under o (importance
+    weights, normalised to mean 1).  Only for o_new with o's V: the prox at each point, and so f, is then unchanged,
+    and this is the map's channel side at o_new, smooth in o_new.  Its derivative along q, m and theta is the
+    likelihood-ratio (score-function) derivative of the hats: it counts the points whose global minimiser switches
+    basin as the law moves (a difference of the map sees them as jumps, a basin-held one not at all: docs/numerics.md,
+    "The Jacobian of the map")."""
+    b = as_branch(b)
+    if not np.array_equal(o_new.V, o.V):
+        raise ValueError("reweighted_hats: o_new must have o's V (the prox depends on V)")
+    w, hstar, mats = fields(setting, o, points)
+    new = field_matrices(setting, o_new)
+    xi2 = right_matmul(w - o_new.m[None], new["qis"])
+    eta2 = right_matmul(hstar - right_matmul(xi2, new["qis"] @ o_new.theta), new["cinv"])
+
+    def log_norm(m: dict) -> float:  # log det of the fields' map from the points, per token
+        return float(np.linalg.slogdet(m["qs"])[1] + np.linalg.slogdet(m["c"])[1])
+
+    sq = lambda a: np.sum(a * a, axis=(1, 2))  # noqa: E731
+    log_ratio = (-0.5 * (sq(xi2) + sq(eta2) - sq(mats["xi"]) - sq(mats["eta"]))
+                 + setting.L * (log_norm(mats) - log_norm(new)))
+    weight = np.exp(log_ratio - log_ratio.max())
+    fw = f * (weight / weight.mean())[:, None, None]
+    return _hats(setting, b, alpha, o_new, new, _outer_mean(fw, f), fw.mean(axis=0), _outer_mean(fw, xi2),
+                 lambda: _outer_mean(fw, eta2))
+
+
 def _update_pointwise(setting: Setting, alpha: float, o: Overlaps, points: np.ndarray, b: Branch, *, kernel: str,
                       warm: np.ndarray | None, minima: LocalMinima | None) -> ChannelOutput:
     """update_hatoverlaps from :func:`pointwise_f` (any setting, any kernel; the reference of the fused path)."""

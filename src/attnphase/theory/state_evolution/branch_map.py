@@ -9,7 +9,13 @@ import numpy as np
 
 from attnphase.errors import InputError
 from attnphase.setting import Setting, check_alpha
-from attnphase.theory.model.channel import ChannelOutput, points_dim, update_hatoverlaps
+from attnphase.theory.model.channel import (
+    ChannelOutput,
+    points_dim,
+    pointwise_f,
+    reweighted_hats,
+    update_hatoverlaps,
+)
 from attnphase.theory.model.overlaps import (
     COLLAPSE,
     ORDER_NAME,
@@ -143,6 +149,37 @@ class BranchMap:
         if self._anchor is not None and self.points.shape[1] >= 2**15:  # (an anchor: the kernel records minima)
             return 0.9 * CONTINUE_RADIUS  # (inside the radius despite rounding)
         return JACOBIAN_STEP
+
+    def score_jacobian(self, x: np.ndarray) -> np.ndarray:
+        """The map's Jacobian at x with the points that switch basin counted (two-token kernel only): along q, m and
+        theta, which only move the fields' Gaussian law, every point's fields held and reweighted by their law
+        (channel.reweighted_hats, the likelihood-ratio derivative, no prox solved); along V, every point's minimiser
+        held in its basin (its minima path given that one minimiser).  Central differences at DERIVATIVE_STEP.  A
+        diagnostic, not the solver's matrix (jacobian): next to a branch's end, on 2^15 points, it lies within 8% of
+        central differences on 2^19 points, where jacobian's lies 14-69% off and a basin-held one, which misses the
+        switching, 72-87%; but as the chord's matrix it made the study's curves slower (docs/numerics.md, "The
+        Jacobian of the map"; benchmarks/study_jacobian.py).  Raises Inadmissible where x, or both sides of a
+        coordinate, lie outside."""
+        if self.warmable:
+            raise InputError("score_jacobian is the two-token kernel's (L = 2, r = r* = 1, tied)")
+        x = np.asarray(x, dtype=float)
+        _, out = self.step(x)
+        o = self.layout.unpack(x)
+        h = np.asarray(out.h)
+        one = LocalMinima(h=h[:, None], count=np.ones(h.shape[0], dtype=np.int64))  # (each point's chosen minimiser)
+        f = pointwise_f(self.setting, o, self.points, kernel=self.kernel, minima=one)[0]
+
+        def smooth(xs: np.ndarray) -> tuple[np.ndarray, None]:
+            os_ = self.layout.unpack(xs)
+            if np.array_equal(os_.V, o.V):
+                hats = reweighted_hats(self.setting, self.alpha, o, self.points, self.branch, f, os_)
+                return self.image(ChannelOutput(hats=hats, moreau=np.nan, prox_failures=0, n_points=f.shape[0]),
+                                  xs), None
+            held = update_hatoverlaps(self.setting, self.alpha, os_, self.points, self.branch, kernel=self.kernel,
+                                      minima=one)
+            return self.image(held, xs), None
+
+        return jacobian(smooth, x, DERIVATIVE_STEP, self.layout.scale, central=True)[0]
 
     @property
     def approximate(self) -> Callable[[np.ndarray], tuple[np.ndarray, ChannelOutput]] | None:
