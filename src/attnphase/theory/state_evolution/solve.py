@@ -472,19 +472,21 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
     halvings = 0
     path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
-        nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel,
-                     pattern=only or _pattern_at(setting, branch, prev.overlaps))
-        seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
-        # The path's end is read from its own points whatever the step's verdict: a "valid" step past the order
-        # parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that the points call valid").
+        # The path's end is read from its own points before the step, whatever the step would give: a "valid" step
+        # past the order parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that
+        # the points call valid"), so a step there is not solved.
         end = _path_end(path, pending[0])
-        if end is None and nxt.status == Status.collapsed:
-            end = _collapse_end(setting, pending[0], seed, branch, prev, nxt)
-        if nxt.valid and end is None:
-            prev = nxt
-            path.append(nxt)
-            pending.pop(0)
-            continue
+        if end is None:
+            nxt = _solve(setting, pending[0], as_branch(branch), prec, prev, seed, kernel,
+                         pattern=only or _pattern_at(setting, branch, prev.overlaps))
+            seconds, iters = seconds + nxt.seconds, iters + nxt.iterations
+            if nxt.status == Status.collapsed:
+                end = _collapse_end(setting, pending[0], seed, branch, prev, nxt)
+            if nxt.valid and end is None:
+                prev = nxt
+                path.append(nxt)
+                pending.pop(0)
+                continue
         if end is not None:
             # The path ends inside this step: no shorter step crosses it.
             msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
@@ -530,9 +532,9 @@ def _path_end(path: list[FixedPoint], step: float) -> str | None:
     """Why the path ends before the step's alpha, or None: the square of its order parameter (m on the positional
     branch, theta on the semantic one, m or theta on the mixed one), linear in alpha through the path's last two
     points, reaches zero by INTERCEPT_ERRORS of its standard errors (the transition's margin,
-    linearised.intercept_at) short of step (whether the step failed or not).  Next to a supercritical pitchfork,
-    where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step that fails otherwise
-    (not a collapse: _walk) is halved."""
+    linearised.intercept_at) short of step (read before the step is solved, whatever it would give).  Next to a
+    supercritical pitchfork, where the branch merges into another fixed point, order^2 ~ |alpha - alpha_p|; a step
+    that fails otherwise (not a collapse: _walk) is halved."""
     if len(path) < 2:
         return None
     p1, p2 = path[-2:]
