@@ -154,7 +154,8 @@ class BranchMap:
         """The map's Jacobian at x with the points that switch basin counted (two-token kernel only): along q, m and
         theta, which only move the fields' Gaussian law, every point's fields held and reweighted by their law
         (channel.reweighted_hats, the likelihood-ratio derivative, no prox solved); along V, every point's minimiser
-        held in its basin (its minima path given that one minimiser).  Central differences at DERIVATIVE_STEP.  A
+        held in its basin (Newton from it: the prox's warm path, as cheap() for the general kernel).  Central
+        differences at DERIVATIVE_STEP.  A
         diagnostic, not the solver's matrix (jacobian): next to a branch's end, on 2^15 points, it lies within 8% of
         central differences on 2^19 points, where jacobian's lies 14-69% off and a basin-held one, which misses the
         switching, 72-87%; but as the chord's matrix it made the study's curves slower (docs/numerics.md, "The
@@ -165,9 +166,7 @@ class BranchMap:
         x = np.asarray(x, dtype=float)
         _, out = self.step(x)
         o = self.layout.unpack(x)
-        h = np.asarray(out.h)
-        one = LocalMinima(h=h[:, None], count=np.ones(h.shape[0], dtype=np.int64))  # (each point's chosen minimiser)
-        f = pointwise_f(self.setting, o, self.points, kernel=self.kernel, minima=one)[0]
+        f = pointwise_f(self.setting, o, self.points, kernel=self.kernel, warm=out.h)[0]
 
         def smooth(xs: np.ndarray) -> tuple[np.ndarray, None]:
             os_ = self.layout.unpack(xs)
@@ -176,7 +175,7 @@ class BranchMap:
                 return self.image(ChannelOutput(hats=hats, moreau=np.nan, prox_failures=0, n_points=f.shape[0]),
                                   xs), None
             held = update_hatoverlaps(self.setting, self.alpha, os_, self.points, self.branch, kernel=self.kernel,
-                                      minima=one)
+                                      warm=out.h)
             return self.image(held, xs), None
 
         return jacobian(smooth, x, DERIVATIVE_STEP, self.layout.scale, central=True)[0]
