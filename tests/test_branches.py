@@ -449,8 +449,8 @@ def test_a_curve_retries_a_point_whose_later_scrambling_left_the_domain():
 def test_a_curve_past_the_end_of_its_path_is_collapsed_as_the_single_point_is():
     """r* = 2, omega 0, `fast`: the positional branch ends between alpha 1 and 1.3 (the curve's point at 1.3 is
     collapsed).  Past it every start ends on a mirror cycle, and the curve said `not_converged` at 2, where the single
-    point, whose internal continuation reads the end from its own path, says `collapsed`.  Past the end the curve's
-    point is now the single point's, internal continuation included (docs/numerics.md, "A path's lattice")."""
+    point, whose internal continuation reads the end from its own path, says `collapsed`.  The curve now reads the
+    end from its last two valid points by the same rule (their squared m, linear in alpha, reaches zero at 1.48)."""
     s = Setting(r_star=2, omega=0.0)
     curve = solve_curve(s, [0.5, 1.0, 1.3, 2.0], "positional", "fast")
     single = solve(s, 2.0, "positional", "fast")
@@ -555,26 +555,3 @@ def test_l3_rank2_positional_is_the_equivariant_point_the_simulations_reach():
     for rsv, _, _ in runs:
         assert rsv[1] > 0.9 * rsv[0], rsv
     assert _within_runs([loss for *_, loss in runs], p.train_loss), (runs, p.train_loss)
-
-
-def test_a_single_point_on_a_kept_path_is_the_point_computed_afresh():
-    """The single point's path stands on a lattice that does not depend on alpha and is kept per process
-    (docs/numerics.md, "A path's lattice"): the study's positional point at alpha 5 (`fast`: no start reaches it, the
-    path from 0.5 does) after the point at 3 continued the same path is, field by field, the point computed with
-    nothing kept; and both are on the branch (m well above its error)."""
-    from attnphase.theory.state_evolution import solve as solve_module
-
-    s = Setting()
-    solve_module._LATTICE.clear()
-    solve_module._base_candidate.cache_clear()
-    first = solve(s, 3.0, "positional", "fast", stability=False)
-    kept = solve(s, 5.0, "positional", "fast", stability=False)
-    solve_module._LATTICE.clear()
-    solve_module._base_candidate.cache_clear()
-    fresh = solve(s, 5.0, "positional", "fast", stability=False)
-    assert first.valid and kept.valid and kept.starts[-1].name == "ladder"
-    assert kept.summary()["m"] > 10 * kept.errors["m"]
-    for name in ("q", "m", "V", "train_loss", "test_error"):
-        assert kept.summary().get(name, getattr(kept, name, None)) == fresh.summary().get(name, getattr(fresh, name, None))
-    np.testing.assert_array_equal(kept.overlaps.m, fresh.overlaps.m)
-    assert kept.status == fresh.status and kept.errors == fresh.errors

@@ -3,6 +3,7 @@ in parallel processes)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from attnphase.errors import InputError
+from attnphase.notes import Note, NoteCode
 from attnphase.setting import Setting, check_alpha
 from attnphase.theory.model.patterns import token_patterns
 from attnphase.theory.solvers.fixed_point import Status
@@ -18,6 +20,7 @@ from attnphase.theory.state_evolution.results import ALL_BRANCHES, MIXED, FixedP
 from attnphase.theory.state_evolution.solve import (
     LADDER_BASE,
     LADDER_RATIO,
+    _path_end,
     check_pattern,
     lowest_of,
     solve,
@@ -38,8 +41,6 @@ def solve_curve(setting: Setting, alphas, branch: str, precision: str | Precisio
     solution is solved again as a single point (solve without init), unless its first scrambling converged from there
     in a step no longer than the single point's own path takes (LADDER_RATIO, on the branches it continues), and that
     answer is kept where it is valid, or collapsed where the continuation's is another failure.
-    Past the branch's end (the previous point not valid) each point is the single point's (solve without init, its
-    internal continuation a lookup on the path its single points share: solve._lattice).
     multistart: as in solve (None: every solve without a neighbour, the first alpha and retries, tries solve's set
     of starts; False: the default start only).  A retry is the single-point answer (solve without init).
     on_point: called with each fixed point as soon as it is solved (progress per point).  stability: as in solve (each
@@ -77,10 +78,12 @@ class _Path:
         self.multistart, self.pattern = multistart, pattern
         check_pattern(setting, branch, pattern)  # (bad input before any work)
         self.prev: FixedPoint | None = None
+        self.valid: list[FixedPoint] = []  # the path's valid points, in order
+        self.ended = False  # the curve left the branch after a valid point: past its end, no internal continuation
 
     def _solve(self, a: float, init: FixedPoint | None) -> FixedPoint:
         return solve(self.setting, a, self.branch, self.prec, init=init, seed=self.seed, kernel=self.kernel,
-                     multistart=self.multistart, stability=False, pattern=self.pattern)
+                     multistart=self.multistart, ladder=not self.ended, stability=False, pattern=self.pattern)
 
     def advance(self, a: float) -> FixedPoint:
         prev, branch = self.prev, self.branch
@@ -100,8 +103,26 @@ class _Path:
             # The retry is the single point's answer: taken where it is a verdict (a point, or none of the branch
             # there) and the continuation's is not, so that a curve's point is the single point's.
             fp = retry
+        if not fp.valid and fp.status != Status.collapsed and branch in LADDER_BASE:
+            # (the branches a single point continues internally, whose end it reads so: not the semantic one)
+            fp = _past_the_end(fp, self.valid[-2:])
+        self.ended = self.ended or (not fp.valid and bool(self.valid))
+        if fp.valid:
+            self.valid.append(fp)
         self.prev = fp
         return fp
+
+
+def _past_the_end(fp: FixedPoint, path: list[FixedPoint]) -> FixedPoint:
+    """A point the curve found no verdict for (not converged, out of the domain) beyond where its last two valid
+    points put the branch's end (solve._path_end, the rule a single point's internal continuation reads its end by):
+    collapsed there, as the single point is (docs/numerics.md, "Measured cases behind solve.py": curves)."""
+    end = _path_end(path, fp.alpha) if len(path) == 2 else None
+    if end is None:
+        return fp
+    msg = f"the {fp.branch} branch's curve ends before alpha = {fp.alpha:g}: {end}"
+    return dataclasses.replace(fp, status=Status.collapsed, message=msg,
+                               warnings=fp.warnings + (Note(NoteCode.branch_end, msg),))
 
 
 # Alphas per piece of an agnostic curve: with no order parameter to follow its points cost about the same cold as

@@ -195,7 +195,7 @@ def solve(setting: Setting, alpha: float, branch: str = "positional", precision:
     its free solve; at rank L - 1 the positional branch also on the equivariant pattern and the mixed one on the
     stabiliser pattern; with init in a pattern's subspace, in that subspace.
     multistart=False: the default start only (the cheaper, older behaviour).  ladder=False: no internal
-    continuation (for callers that are themselves continuing the branch: the transition's branch ends).
+    continuation (for callers that are themselves continuing the branch, e.g. a curve past the branch's end).
     stability: a valid positional point of a tied student carries the warning `unstable_theta` where the map is
     unstable along theta there (stability.with_stability); False skips that check (callers that only read where
     branches exist, e.g. the transition).
@@ -435,10 +435,9 @@ def _base_candidate(setting: Setting, at: float, branch: str, prec: Precision, s
 
 def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: str, branch: str, a0: float,
           search: bool = True, only: Pattern | None = None) -> tuple[FixedPoint, bool]:
-    """The branch continued to alpha on its lattice, base * LADDER_RATIO**j below alpha, then alpha (each step from
-    the previous valid point, its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved,
-    LADDER_HALVINGS times in all; where the path stood on the lattice, and where it ends, kept per process: _lattice),
-    from the path's base: the first of a0, a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the
+    """The branch continued to alpha in geometric steps of at most LADDER_RATIO (each from the previous valid point,
+    its Jacobian and scramblings' fixed points: the path of a curve; a failed step is halved, LADDER_HALVINGS times in
+    all), from the path's base: the first of a0, a0 * LADDER_RATIO, a0 * LADDER_RATIO**2, ... below alpha where the
     branch's start set gives a valid point (the mixed branch at r = 2, omega 0.6 is born above alpha 1:
     docs/numerics.md, "A path's base"; the alphas do not depend on alpha, so that the points of a curve share them;
     search=False: a0 only).  The path ends inside a step that collapses onto an agnostic point that contracts along
@@ -465,18 +464,13 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
             seconds, iters = seconds + base.seconds, iters + base.iterations
         k += 1
     a0 = base.alpha
-    # The path's alphas: its lattice a0 * LADDER_RATIO**j below alpha, then alpha.  The lattice does not depend on
-    # alpha, so where the path stood on it is kept (_LATTICE) and a later point of the same path continues from there:
-    # a single point is a lookup on its branch's path, and a curve's points share it (docs/numerics.md, "A path's
-    # lattice").
-    lat = _lattice(setting, branch, prec, seed, kernel, only, base)
-    i = max(j for j, st in enumerate(lat.stands) if st.alpha < alpha)
-    path, halvings = list(lat.stands[i].path), lat.stands[i].halvings
-    prev = path[-1]
-    if lat.end is not None and i == len(lat.stands) - 1 and alpha >= lat.end[0]:
-        return _ended(prev, branch, a0, alpha, lat.end[1], seconds, iters), True
-    pending = [a for a in (a0 * LADDER_RATIO**j for j in range(i + 1, i + 200)) if a < alpha] + [alpha]
-    lattice = {a: i + 1 + j for j, a in enumerate(pending[:-1])}  # (the steps that end on the lattice)
+    n = max(1, int(np.ceil(abs(np.log(alpha / a0)) / np.log(LADDER_RATIO))))
+    grid = a0 * (alpha / a0) ** (np.arange(n + 1) / n)
+    grid[-1] = alpha
+    pending = [float(a) for a in grid[1:]]
+    prev = base
+    halvings = 0
+    path = [prev]  # the valid points the ladder stood on, in order
     while pending and prev.valid:
         # The path's end is read from its own points before the step, whatever the step would give: a "valid" step
         # past the order parameter's zero is the points' imperfection (docs/numerics.md, "A step past the end that
@@ -490,18 +484,15 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
                 end = _collapse_end(setting, pending[0], seed, branch, prev, nxt)
             if nxt.valid and end is None:
                 prev = nxt
-                path = path[-1:] + [nxt]
-                if lattice.get(pending[0]) == len(lat.stands):
-                    lat.stands.append(_Stand(pending[0], tuple(path), halvings))
+                path.append(nxt)
                 pending.pop(0)
                 continue
         if end is not None:
-            # The path ends inside this step: no shorter step crosses it (nor any later point's, from this stand).
-            # (kept where the step is on the way to a lattice alpha: the path there does not depend on alpha)
-            nxt_lattice = next((a for a in pending if a in lattice), None)
-            if nxt_lattice is not None:
-                lat.end = (nxt_lattice, end)
-            return _ended(prev, branch, a0, alpha, end, seconds, iters), True
+            # The path ends inside this step: no shorter step crosses it.
+            msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
+            return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
+                                       iterations=iters,
+                                       warnings=prev.warnings + (Note(NoteCode.branch_end, msg),)), True
         if halvings < LADDER_HALVINGS:
             # A step where the map is rough: once more over half the step (geometric mean), at most LADDER_HALVINGS
             # times (docs/numerics.md, "Measured cases": ladder).
@@ -517,45 +508,6 @@ def _walk(setting: Setting, alpha: float, prec: Precision, seed: int, kernel: st
             st = Status.not_converged  # (a collapse _collapse_end did not take: the iteration's, no verdict)
         return dataclasses.replace(prev, alpha=alpha, status=st, message=msg, seconds=seconds, iterations=iters), True
     return dataclasses.replace(prev, seconds=seconds, iterations=iters), True
-
-
-@dataclasses.dataclass(frozen=True)
-class _Stand:
-    """A point of a path on its lattice: alpha, the path's last (at most two) valid points there, halvings spent."""
-    alpha: float
-    path: tuple[FixedPoint, ...]
-    halvings: int
-
-
-@dataclasses.dataclass
-class _LatticePath:
-    """Where one path stood on its lattice (in order from its base), and where it ends: (the first lattice alpha at
-    or beyond the end, why), once a step found it."""
-    stands: list[_Stand]
-    end: tuple[float, str] | None = None
-
-
-_LATTICE: dict[tuple, _LatticePath] = {}
-_LATTICE_SIZE = 64  # paths kept per process (the oldest dropped)
-
-
-def _lattice(setting: Setting, branch: str, prec: Precision, seed: int, kernel: str, only: Pattern | None,
-             base: FixedPoint) -> _LatticePath:
-    """The path from base kept so far (every input its points depend on in the key)."""
-    key = (setting, branch, prec, seed, kernel, only.name if only is not None else None, base.alpha)
-    if key not in _LATTICE:
-        if len(_LATTICE) >= _LATTICE_SIZE:
-            del _LATTICE[next(iter(_LATTICE))]
-        _LATTICE[key] = _LatticePath([_Stand(base.alpha, (base,), 0)])
-    return _LATTICE[key]
-
-
-def _ended(prev: FixedPoint, branch: str, a0: float, alpha: float, end: str, seconds: float,
-           iters: int) -> FixedPoint:
-    """The path's record where it ends before alpha: collapsed, with the end's note."""
-    msg = f"the {branch} branch continued from alpha = {a0:g} ends before alpha = {alpha:g}: {end}"
-    return dataclasses.replace(prev, alpha=alpha, status=Status.collapsed, message=msg, seconds=seconds,
-                               iterations=iters, warnings=prev.warnings + (Note(NoteCode.branch_end, msg),))
 
 
 def _collapse_end(setting: Setting, step: float, seed: int, branch: str, prev: FixedPoint,
