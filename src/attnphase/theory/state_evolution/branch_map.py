@@ -155,12 +155,11 @@ class BranchMap:
         theta, which only move the fields' Gaussian law, every point's fields held and reweighted by their law
         (channel.reweighted_hats, the likelihood-ratio derivative, no prox solved); along V, every point's minimiser
         held in its basin (Newton from it: the prox's warm path, as cheap() for the general kernel).  Central
-        differences at DERIVATIVE_STEP.  A
-        diagnostic, not the solver's matrix (jacobian): next to a branch's end, on 2^15 points, it lies within 8% of
-        central differences on 2^19 points, where jacobian's lies 14-69% off and a basin-held one, which misses the
-        switching, 72-87%; but as the chord's matrix it made the study's curves slower (docs/numerics.md, "The
-        Jacobian of the map"; benchmarks/study_jacobian.py).  Raises Inadmissible where x, or both sides of a
-        coordinate, lie outside."""
+        differences at DERIVATIVE_STEP.  A diagnostic, not the solver's matrix (jacobian): next to a branch's end,
+        on 2^15 points, it lies within 8% of central differences on 2^19 points, where jacobian's lies 14-69% off and
+        a basin-held one, which misses the switching, 72-87%; but as the chord's matrix it made the study's curves
+        slower (docs/numerics.md, "The Jacobian of the map"; benchmarks/study_jacobian.py).  Raises Inadmissible
+        where x, or both sides of a coordinate, lie outside."""
         if self.warmable:
             raise InputError("score_jacobian is the two-token kernel's (L = 2, r = r* = 1, tied)")
         x = np.asarray(x, dtype=float)
